@@ -12,5 +12,325 @@
 //! - A record cut off at end of file ends the stream with `Ok(None)` and leaves a
 //!   [`CaptureWarning`] naming the offset (see `warnings()`).
 //! - Memory is bounded: one record at a time, whatever the file size.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), tcpdx_capture::CaptureError> {
+//! let mut reader = tcpdx_capture::CaptureReader::open("trace.pcapng".as_ref())?;
+//! while let Some(frame) = reader.next_frame()? {
+//!     println!("{} {} {} bytes", frame.no, frame.ts.nanos(), frame.data.len());
+//! }
+//! for w in reader.warnings() {
+//!     eprintln!("warning: {w}");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Layout: `input` (raw bytes, counting, gzip/zstd), `sniff` (magic numbers, formats),
+//! `window` (the bounded buffer frames borrow from), `pcap` and `pcapng` (record layouts),
+//! `error` (errors and warnings).
+#![warn(missing_docs)]
 
+mod error;
+mod input;
+mod pcap;
+mod pcapng;
+mod sniff;
+mod window;
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use error::{BlockLengthProblem, CaptureError, CaptureErrorKind, CaptureWarning};
+pub use sniff::{CaptureFormat, Compression, Container};
 pub use tcpdx_wire::{Frame, FrameNo, LinkType, Timestamp};
+
+use error::Bad;
+use pcap::{PcapFile, PcapVariant};
+use pcapng::PcapNg;
+use sniff::Sniffed;
+use window::Window;
+
+/// Largest captured length for most link types: Wireshark's `WTAP_MAX_PACKET_SIZE_STANDARD`.
+/// A record above it is a corrupt capture, not a packet.
+pub const MAX_CAPLEN_STANDARD: u32 = 262_144;
+
+/// Largest captured length accepted for a link type: Wireshark's `wtap_max_snaplen_for_encap`
+/// (`wiretap/wtap.c`), which allows more for D-Bus, EBHSCR and USB captures.
+pub(crate) fn max_caplen(link: LinkType) -> u32 {
+    match link.0 {
+        // LINKTYPE_DBUS: WTAP_MAX_PACKET_SIZE_DBUS.
+        231 => 128 * 1024 * 1024,
+        // LINKTYPE_EBHSCR: WTAP_MAX_PACKET_SIZE_EBHSCR.
+        279 => 8 * 1024 * 1024,
+        // LINKTYPE_USB_FREEBSD, USB_LINUX, USB_LINUX_MMAPPED, USBPCAP, USB_DARWIN:
+        // WTAP_MAX_PACKET_SIZE_USBPCAP.
+        186 | 189 | 220 | 249 | 266 => 128 * 1024 * 1024,
+        _ => MAX_CAPLEN_STANDARD,
+    }
+}
+
+/// What a format parser found next in the window.
+pub(crate) enum Next {
+    /// A packet record, entirely in the window.
+    Packet(Packet),
+    /// A record that Wireshark numbers but that is not a packet (skipped, but counted).
+    OtherRecord,
+    /// Clean end of input.
+    End,
+    /// The input ends inside the record or block starting at `offset`.
+    Cut {
+        /// Stream offset of the cut record or block.
+        offset: u64,
+        /// Whether it is (or may be) a packet record, rather than another pcapng block.
+        record: bool,
+    },
+}
+
+/// A packet record at the start of the window.
+pub(crate) struct Packet {
+    pub ts: Timestamp,
+    pub link: LinkType,
+    pub orig_len: u32,
+    pub interface: u32,
+    /// Offset of the data from the start of the record.
+    pub data_start: usize,
+    /// Captured bytes.
+    pub caplen: usize,
+    /// Length of the whole record (consumed once the frame is no longer borrowed).
+    pub total: usize,
+}
+
+/// The format-specific parser.
+#[derive(Debug)]
+enum Parser {
+    Pcap(PcapFile),
+    PcapNg(PcapNg),
+}
+
+/// Name used for standard input in errors and warnings.
+const STDIN_NAME: &str = "<stdin>";
+
+/// Reads one capture (pcap or pcapng, plain, gzip or zstd) as a stream of [`Frame`]s.
+pub struct CaptureReader {
+    name: String,
+    window: Window,
+    parser: Parser,
+    format: CaptureFormat,
+    raw_bytes: Arc<AtomicU64>,
+    input_len: Option<u64>,
+    warnings: Vec<CaptureWarning>,
+    /// Records numbered so far: the last frame's number (Wireshark's `frame.number`).
+    frames: u64,
+    /// Length of the record last handed out, still in the window while the frame is borrowed.
+    pending: usize,
+    /// An end, a cut or an error was reached: every later call returns `Ok(None)`.
+    done: bool,
+}
+
+impl fmt::Debug for CaptureReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaptureReader")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("frames", &self.frames)
+            .field("offset", &self.window.offset())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CaptureReader {
+    /// Opens a file; "-" means stdin. Sniffs gzip/zstd then pcap/pcapng from magic bytes.
+    pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+        if path.as_os_str() == "-" {
+            return Self::build(STDIN_NAME, Box::new(std::io::stdin()), None);
+        }
+        let name = path.display().to_string();
+        let open_err = |e| CaptureError { path: name.clone(), offset: 0, kind: CaptureErrorKind::Open(e) };
+        let file = File::open(path).map_err(open_err)?;
+        let len = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+        Self::build(&name, Box::new(file), len)
+    }
+
+    /// Same from any reader; `name` is used in errors/warnings.
+    pub fn from_reader(name: &str, r: Box<dyn Read + Send>) -> Result<CaptureReader, CaptureError> {
+        Self::build(name, r, None)
+    }
+
+    fn build(
+        name: &str,
+        raw: Box<dyn Read + Send>,
+        input_len: Option<u64>,
+    ) -> Result<CaptureReader, CaptureError> {
+        let fail = |offset, kind| Err(Bad::at(offset, kind).with_path(name));
+        let input = match input::open(raw) {
+            Ok(input) => input,
+            Err(e) => return fail(0, CaptureErrorKind::Io(e)),
+        };
+        let compression = input.compression;
+        let mut window = Window::new(input.stream, window::DEFAULT_CAPACITY, &input.prefix);
+        if let Err(e) = window.fill(sniff::MAGIC_LEN) {
+            return fail(window.received(), CaptureErrorKind::Io(e));
+        }
+        let head = &window.bytes()[..window.bytes().len().min(sniff::MAGIC_LEN)];
+        let container = match sniff::container(head) {
+            _ if head.is_empty() => return fail(0, CaptureErrorKind::Empty),
+            Sniffed::Capture(c) => c,
+            Sniffed::TooShort => {
+                let (what, needed, got) = ("capture magic number", 4, head.len() as u32);
+                return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
+            }
+            Sniffed::Unknown => {
+                let kind = CaptureErrorKind::NotACapture { magic: head.to_vec(), inside: compression };
+                return fail(0, kind);
+            }
+        };
+        let parser = match PcapVariant::of(container) {
+            Some(variant) => {
+                let len = pcap::FILE_HEADER_LEN;
+                match window.fill(len) {
+                    Err(e) => return fail(window.received(), CaptureErrorKind::Io(e)),
+                    Ok(false) => {
+                        let got = window.bytes().len() as u32;
+                        let (what, needed) = ("pcap file header", len as u32);
+                        return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
+                    }
+                    Ok(true) => {}
+                }
+                let file = PcapFile::parse_header(window.bytes(), variant).map_err(|b| b.with_path(name))?;
+                window.consume(len);
+                Parser::Pcap(file)
+            }
+            None => Parser::PcapNg(PcapNg::open(&mut window).map_err(|b| b.with_path(name))?),
+        };
+        Ok(CaptureReader {
+            name: name.to_owned(),
+            window,
+            parser,
+            format: CaptureFormat { container, compression },
+            raw_bytes: input.raw_bytes,
+            input_len,
+            warnings: Vec::new(),
+            frames: 0,
+            pending: 0,
+            done: false,
+        })
+    }
+
+    /// Next packet record, or Ok(None) at end. Frame borrows the reader's buffer.
+    ///
+    /// After an error, or the end, every call returns `Ok(None)`.
+    #[inline]
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        self.window.consume(self.pending);
+        self.pending = 0;
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let next = match &mut self.parser {
+                Parser::Pcap(p) => p.next(&mut self.window),
+                Parser::PcapNg(p) => p.next(&mut self.window),
+            };
+            match next {
+                Ok(Next::Packet(p)) => {
+                    self.frames += 1;
+                    self.pending = p.total;
+                    let data = &self.window.bytes()[p.data_start..p.data_start + p.caplen];
+                    return Ok(Some(Frame {
+                        no: FrameNo(self.frames),
+                        ts: p.ts,
+                        link: p.link,
+                        orig_len: p.orig_len,
+                        interface: p.interface,
+                        data,
+                    }));
+                }
+                Ok(Next::OtherRecord) => self.frames += 1,
+                Ok(Next::End) => {
+                    self.done = true;
+                    if self.window.stream_was_cut() {
+                        let offset = self.window.offset();
+                        let message = format!(
+                            "{} stream cut off after byte {offset} (after frame {}): \
+                             analysed up to there",
+                            self.format.compression, self.frames
+                        );
+                        self.warn(offset, message);
+                    }
+                    return Ok(None);
+                }
+                Ok(Next::Cut { offset, record }) => {
+                    self.done = true;
+                    let message = if record {
+                        format!(
+                            "record cut off at byte {offset} (frame {}): analysed up to there",
+                            self.frames + 1
+                        )
+                    } else {
+                        format!(
+                            "block cut off at byte {offset} (after frame {}): analysed up to there",
+                            self.frames
+                        )
+                    };
+                    self.warn(offset, message);
+                    return Ok(None);
+                }
+                Err(bad) => {
+                    self.done = true;
+                    return Err(bad.with_path(&self.name));
+                }
+            }
+        }
+    }
+
+    fn warn(&mut self, offset: u64, message: String) {
+        self.warnings.push(CaptureWarning { path: self.name.clone(), offset, message });
+    }
+
+    /// Warnings so far (e.g. a record cut off at end of file, with its offset).
+    pub fn warnings(&self) -> &[CaptureWarning] {
+        &self.warnings
+    }
+
+    /// Format detected: container (pcap variant or pcapng) and compression.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// Bytes consumed from the *underlying* (possibly compressed) input so far, for progress bars.
+    pub fn input_bytes_read(&self) -> u64 {
+        self.raw_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Total size of the input file if known (None for stdin), for progress bars.
+    pub fn input_len(&self) -> Option<u64> {
+        self.input_len
+    }
+
+    /// The name used in errors and warnings (the path, or `<stdin>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_is_send() {
+        fn send<T: Send>() {}
+        send::<CaptureReader>();
+        send::<CaptureError>();
+    }
+
+    #[test]
+    fn caplen_limits() {
+        assert_eq!(max_caplen(LinkType::ETHERNET), 262_144);
+        assert_eq!(max_caplen(LinkType(249)), 128 << 20);
+    }
+}

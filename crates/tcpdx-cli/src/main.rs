@@ -1,1 +1,27 @@
-fn main() {}
+//! tcpdx: reads a packet capture and explains why a TCP transfer is slow.
+//!
+//! The binary only orchestrates: flags -> open capture -> feed the sans-IO analyzer ->
+//! renderers. Exit codes: 0 ok, 1 findings above `--fail-on`, 2 bad input or usage.
+
+mod cmd;
+mod flags;
+mod run;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match run::run(flags::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`tcpdx events f | head`) is not an error (ripgrep does the same).
+            if err
+                .chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tcpdx: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

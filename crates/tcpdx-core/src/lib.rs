@@ -1,1 +1,22 @@
-//! stub
+//! tcpdx-core: sans-IO TCP analysis, the middle of the tcpdx pipeline.
+//!
+//! capture -> wire -> **core** -> detect -> report. The [`Analyzer`] is fed frames (or
+//! hand-built [`Segment`]s) in capture order and pushes results into an [`EventSink`]:
+//! one [`SegmentAnalysis`] per TCP segment (the `tcpdx events` row, with Wireshark's
+//! `tcp.analysis.*` flags, frame numbers and stream indexes) and one [`FlowSummary`] per
+//! connection at the end. It never reads files, prints or looks at the clock.
+#![warn(missing_docs)]
+
+pub mod analyzer;
+pub mod config;
+pub mod event;
+pub mod flow;
+pub mod segment;
+pub mod tcp;
+
+pub use analyzer::{Analyzer, InputStats};
+pub use config::AnalyzerConfig;
+pub use event::{AnalysisFlags, Event, EventSink, SegmentAnalysis, Warning};
+pub use flow::{Dir, Endpoint, FlowKey, StreamId};
+pub use segment::Segment;
+pub use tcp::stats::{DirSummary, FlowSummary, RttSummary};

@@ -40,6 +40,13 @@ pub enum StopKind {
     Malformed(&'static str),
     /// IP fragment: the TCP header is not analysed.
     Fragment,
+    /// The IP payload (or a UDP payload that is not a known tunnel) is not TCP.
+    NotTcp {
+        /// IP protocol number of the payload (17 for UDP that is not a tunnel).
+        proto: u8,
+    },
+    /// More nested headers than the decoder walks (see `decode::MAX_LAYERS`).
+    TooDeep,
 }
 
 /// Decoding stopped at `layer`, `offset` bytes into the frame.

@@ -62,6 +62,10 @@ impl LinkType {
     pub const IPV6: Self = Self(229);
     /// Linux "cooked" capture v2 (SLL2).
     pub const LINUX_SLL2: Self = Self(276);
+    /// Cisco HDLC (address, control, EtherType).
+    pub const C_HDLC: Self = Self(104);
+    /// Linux netfilter NFLOG.
+    pub const NFLOG: Self = Self(239);
 }
 
 /// One captured record: borrowed from the reader's buffer, valid until the next read.

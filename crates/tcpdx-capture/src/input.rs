@@ -1,0 +1,132 @@
+//! The raw input: byte counting for progress, and transparent decompression.
+//!
+//! Owns everything between the file (or stdin) and the decompressed capture stream: a counter
+//! of raw bytes read (shared with the reader, for progress bars), the gzip/zstd sniff on the
+//! first raw bytes (read into a small prefix, never sought back, so pipes work) and the
+//! decompressor put in front when needed.
+
+use std::io::{self, BufReader, Cursor, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sniff::{self, Compression};
+
+/// Buffer between the raw input and a decompressor (the decompressor's reads are small).
+const COMPRESSED_BUF_LEN: usize = 256 * 1024;
+
+/// The decompressed capture stream and what it came from.
+pub(crate) struct Input {
+    /// The capture bytes, decompressed.
+    pub stream: Box<dyn Read + Send>,
+    /// For uncompressed input: the first raw bytes, already taken from `stream`.
+    pub prefix: Vec<u8>,
+    /// The compression removed.
+    pub compression: Compression,
+    /// Raw bytes read from the underlying input so far.
+    pub raw_bytes: Arc<AtomicU64>,
+}
+
+/// A reader that counts the bytes going through it into a shared counter.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        // One atomic add per read call (a read fills up to a whole buffer), not per frame.
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Reads up to `n` bytes, fewer only at end of input.
+fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut prefix = vec![0; n];
+    let mut got = 0;
+    while got < n {
+        match r.read(&mut prefix[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    prefix.truncate(got);
+    Ok(prefix)
+}
+
+/// Wraps the raw input: counts its bytes, sniffs compression and puts a decompressor in front.
+///
+/// An `Err` here is a read error on the first raw bytes (offset 0).
+pub(crate) fn open(raw: Box<dyn Read + Send>) -> io::Result<Input> {
+    let raw_bytes = Arc::new(AtomicU64::new(0));
+    let mut counted = Counting { inner: raw, count: Arc::clone(&raw_bytes) };
+    let prefix = read_prefix(&mut counted, sniff::MAGIC_LEN)?;
+    let compression = sniff::compression(&prefix);
+    let (stream, prefix): (Box<dyn Read + Send>, _) = match compression {
+        Compression::None => (Box::new(counted), prefix),
+        Compression::Gzip => {
+            let raw = BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
+            // Multi-member: `cat a.gz b.gz` and pigz output are one capture.
+            (Box::new(flate2::bufread::MultiGzDecoder::new(raw)), Vec::new())
+        }
+        Compression::Zstd => {
+            let raw = BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
+            // Reads every frame of the stream, not just the first.
+            (Box::new(zstd::stream::read::Decoder::with_buffer(raw)?), Vec::new())
+        }
+    };
+    Ok(Input { stream, prefix, compression, raw_bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn read_all(mut input: Input) -> Vec<u8> {
+        let mut out = input.prefix.clone();
+        input.stream.read_to_end(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn plain_passes_through_and_counts() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let input = open(Box::new(Cursor::new(data.clone()))).unwrap();
+        assert_eq!(input.compression, Compression::None);
+        let counter = Arc::clone(&input.raw_bytes);
+        assert_eq!(read_all(input), data);
+        assert_eq!(counter.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn short_inputs() {
+        for n in 0..4u8 {
+            let data: Vec<u8> = (0..n).collect();
+            let input = open(Box::new(Cursor::new(data.clone()))).unwrap();
+            assert_eq!(read_all(input), data);
+        }
+    }
+
+    #[test]
+    fn gzip_and_zstd() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&data).unwrap();
+        let gz = gz.finish().unwrap();
+        let raw_len = gz.len() as u64;
+        let input = open(Box::new(Cursor::new(gz))).unwrap();
+        assert_eq!(input.compression, Compression::Gzip);
+        let counter = Arc::clone(&input.raw_bytes);
+        assert_eq!(read_all(input), data);
+        assert_eq!(counter.load(Ordering::Relaxed), raw_len);
+
+        let zst = zstd::encode_all(&data[..], 1).unwrap();
+        let input = open(Box::new(Cursor::new(zst))).unwrap();
+        assert_eq!(input.compression, Compression::Zstd);
+        assert_eq!(read_all(input), data);
+    }
+}

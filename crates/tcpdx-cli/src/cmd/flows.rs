@@ -1,0 +1,35 @@
+//! `tcpdx flows`: per-connection summary table or JSON.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use tcpdx_core::{EventSink, FlowSummary};
+use tcpdx_report::{write_flows_json, write_flows_table};
+
+use crate::flags::FlowsArgs;
+use crate::run::{analyze, out_err};
+
+/// Collects flow summaries (one per connection: memory grows with connections only).
+#[derive(Default)]
+struct Flows(Vec<FlowSummary>);
+
+impl EventSink for Flows {
+    fn flow(&mut self, f: &FlowSummary) {
+        self.0.push(f.clone());
+    }
+}
+
+/// Runs `tcpdx flows`.
+pub fn run(a: &FlowsArgs) -> Result<ExitCode> {
+    let mut flows = Flows::default();
+    let outcome = analyze(&a.common, &mut flows, |_| false)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if a.json {
+        out_err(write_flows_json(&mut out, &flows.0, outcome.first_ts_ns))?;
+    } else {
+        out_err(write_flows_table(&mut out, &flows.0))?;
+    }
+    out_err(out.flush())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,139 @@
+//! Drives one command: opens the capture, feeds the analyzer, reports warnings.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use tcpdx_capture::CaptureReader;
+use tcpdx_core::{Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, Warning};
+
+use crate::cmd;
+use crate::flags::{Cli, Command, Common};
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Events(a) => cmd::events::run(&a),
+        Command::Flows(a) => cmd::flows::run(&a),
+    }
+}
+
+/// Keeps only the segments and flows the user asked for, then forwards them.
+pub struct Filter<'a, S> {
+    inner: &'a mut S,
+    streams: &'a [u32],
+    ports: &'a [u16],
+    /// Warnings seen (printed once at the end).
+    pub warnings: Vec<Warning>,
+}
+
+impl<'a, S: EventSink> Filter<'a, S> {
+    /// Wraps `inner` with the filters of `common`.
+    pub fn new(inner: &'a mut S, common: &'a Common) -> Self {
+        Self { inner, streams: &common.streams, ports: &common.ports, warnings: Vec::new() }
+    }
+    fn keep(&self, stream: u32, p1: u16, p2: u16) -> bool {
+        (self.streams.is_empty() || self.streams.contains(&stream))
+            && (self.ports.is_empty() || self.ports.contains(&p1) || self.ports.contains(&p2))
+    }
+}
+
+impl<S: EventSink> EventSink for Filter<'_, S> {
+    fn segment(&mut self, a: &SegmentAnalysis) {
+        if self.keep(a.stream.0, a.sport, a.dport) {
+            self.inner.segment(a);
+        }
+    }
+    fn flow(&mut self, f: &FlowSummary) {
+        if self.keep(f.stream.0, f.dirs[0].src.port, f.dirs[0].dst.port) {
+            self.inner.flow(f);
+        }
+    }
+    fn warning(&mut self, w: &Warning) {
+        self.warnings.push(w.clone());
+    }
+}
+
+/// What `analyze` tells the command after the last frame.
+pub struct Outcome {
+    /// Time of the first frame (ns since epoch), for relative times.
+    pub first_ts_ns: i64,
+}
+
+/// Reads every frame of `common.file` into a fresh analyzer that pushes into `sink`.
+/// `stop` is polled so a failed output (closed pipe) ends the run early.
+pub fn analyze<S: EventSink>(common: &Common, sink: &mut S, stop: impl Fn(&S) -> bool) -> Result<Outcome> {
+    let path = &common.file;
+    let mut reader = CaptureReader::open(path).map_err(anyhow::Error::new)?;
+    let progress = progress_bar(common, &reader);
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    let mut filter = Filter::new(sink, common);
+    let mut first_ts_ns = None;
+    let mut n: u64 = 0;
+    while let Some(frame) = reader.next_frame().map_err(anyhow::Error::new)? {
+        first_ts_ns.get_or_insert(frame.ts.0);
+        analyzer.handle_frame(&frame, &mut filter);
+        n += 1;
+        if n % 4096 == 0 {
+            if let Some(p) = &progress {
+                p.set_position(reader.input_bytes_read());
+            }
+            if stop(filter.inner) {
+                break;
+            }
+        }
+    }
+    analyzer.handle_end(&mut filter);
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    for w in reader.warnings() {
+        eprintln!("tcpdx: warning: {w}");
+    }
+    report_warnings(&filter.warnings, analyzer.stats());
+    Ok(Outcome { first_ts_ns: first_ts_ns.unwrap_or(0) })
+}
+
+fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats) {
+    if !warnings.is_empty() {
+        let streams: Vec<String> = warnings
+            .iter()
+            .map(|w| match w {
+                Warning::StateCapReached { stream, .. } => stream.to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        eprintln!(
+            "tcpdx: warning: {} segments not tracked because the per-connection unacked-segment cap was reached (streams {}); their ACK RTT and bytes in flight are not reported",
+            stats.capped_segments,
+            streams.join(",")
+        );
+    }
+    if stats.fragments > 0 {
+        eprintln!("tcpdx: note: {} IP fragments were not analysed (not reassembled)", stats.fragments);
+    }
+}
+
+fn progress_bar(common: &Common, reader: &CaptureReader) -> Option<ProgressBar> {
+    let want = if common.no_progress {
+        false
+    } else {
+        common.progress || std::io::stderr().is_terminal()
+    };
+    let len = reader.input_len()?;
+    if !want || len < 64 << 20 && !common.progress {
+        return None;
+    }
+    let p = ProgressBar::new(len);
+    p.set_style(
+        ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}")
+            .ok()?,
+    );
+    Some(p)
+}
+
+/// Adds the path to an output error.
+pub fn out_err(r: std::io::Result<()>) -> Result<()> {
+    r.context("writing output")
+}

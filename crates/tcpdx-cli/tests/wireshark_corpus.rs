@@ -1,0 +1,295 @@
+//! Differential test against tshark over the public corpus (../shared/corpus).
+//!
+//! For every capture with a tshark reference (`reference/<id>.tcp.csv.gz`, made by tshark
+//! 4.0 with default preferences), tcpdx's per-segment analysis must agree: same frames,
+//! same `tcp.stream`, and per `tcp.analysis.*` flag precision and recall >= 0.99 on every
+//! file where tshark reports the flag at least 10 times; `bytes_in_flight` and
+//! `dup_ack_num` equal on >= 99% of the packets where tshark gives them. The agreement
+//! table is printed (run with `--nocapture`) and written to
+//! `target/wireshark-agreement.md`. Deliberate differences are listed in
+//! docs/wireshark-differences.md and in `DELIBERATE` below.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::read::GzDecoder;
+use tcpdx_capture::CaptureReader;
+use tcpdx_core::{AnalysisFlags, Analyzer, AnalyzerConfig, EventSink, SegmentAnalysis};
+
+/// Flags where tcpdx deliberately decides differently from Wireshark (none yet).
+const DELIBERATE: &[&str] = &[];
+
+fn corpus_dir() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.join("../../../shared/corpus")
+}
+
+struct RefRow {
+    stream: u32,
+    seq: u64,
+    ack: u64,
+    len: u32,
+    flags: u16,
+    dup_ack_num: Option<u32>,
+    bif: Option<u32>,
+}
+
+fn parse_opt<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() { None } else { s.parse().ok() }
+}
+
+/// Reads tshark's reference; rows with two TCP layers (comma-separated values) are skipped.
+fn read_reference(path: &Path) -> BTreeMap<u64, RefRow> {
+    let mut rows = BTreeMap::new();
+    let r = BufReader::new(GzDecoder::new(File::open(path).unwrap()));
+    for line in r.lines().skip(1) {
+        let line = line.unwrap();
+        // frame,stream,time,seq,ack,len,win,flags,dup_ack_num,bytes_in_flight,ack_rtt
+        if line.matches(',').count() != 10 {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        // tshark sometimes dissects a TCP header without a stream (a header cut by the
+        // snaplen inside a tunnel); there is nothing to compare.
+        if f[1].is_empty() {
+            continue;
+        }
+        let mut flags = 0u16;
+        for name in f[7].split('|').filter(|s| !s.is_empty()) {
+            flags |= AnalysisFlags::from_name(name).unwrap_or_else(|| panic!("unknown flag {name}"));
+        }
+        rows.insert(
+            f[0].parse().unwrap(),
+            RefRow {
+                stream: f[1].parse().unwrap(),
+                seq: f[3].parse().unwrap_or(0),
+                ack: f[4].parse().unwrap_or(0),
+                len: f[5].parse().unwrap_or(0),
+                flags,
+                dup_ack_num: parse_opt(f[8]),
+                bif: parse_opt(f[9]),
+            },
+        );
+    }
+    rows
+}
+
+#[derive(Default)]
+struct Rows(HashMap<u64, SegmentAnalysis>);
+
+impl EventSink for Rows {
+    fn segment(&mut self, a: &SegmentAnalysis) {
+        self.0.insert(a.frame.0, *a);
+    }
+}
+
+fn analyse(path: &Path) -> Result<Rows, String> {
+    let mut reader = CaptureReader::open(path).map_err(|e| e.to_string())?;
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    let mut rows = Rows::default();
+    while let Some(frame) = reader.next_frame().map_err(|e| e.to_string())? {
+        analyzer.handle_frame(&frame, &mut rows);
+    }
+    Ok(rows)
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    tp: u64,
+    fp: u64,
+    fn_: u64,
+}
+
+impl Counts {
+    fn precision(&self) -> f64 {
+        if self.tp + self.fp == 0 { 1.0 } else { self.tp as f64 / (self.tp + self.fp) as f64 }
+    }
+    fn recall(&self) -> f64 {
+        if self.tp + self.fn_ == 0 { 1.0 } else { self.tp as f64 / (self.tp + self.fn_) as f64 }
+    }
+}
+
+#[derive(Default)]
+struct FileResult {
+    ref_frames: u64,
+    missing: u64,
+    extra: u64,
+    stream_mismatch: u64,
+    seq_mismatch: u64,
+    len_mismatch: u64,
+    flags: BTreeMap<&'static str, Counts>,
+    bif_total: u64,
+    bif_equal: u64,
+    dup_total: u64,
+    dup_equal: u64,
+    examples: Vec<String>,
+}
+
+fn compare(reference: &BTreeMap<u64, RefRow>, ours: &Rows) -> FileResult {
+    let mut r = FileResult { ref_frames: reference.len() as u64, ..Default::default() };
+    for (&frame, want) in reference {
+        let Some(got) = ours.0.get(&frame) else {
+            r.missing += 1;
+            if r.examples.len() < 5 {
+                r.examples.push(format!("frame {frame}: tshark has TCP, tcpdx has none"));
+            }
+            continue;
+        };
+        if got.stream.0 != want.stream {
+            r.stream_mismatch += 1;
+            if r.examples.len() < 5 {
+                r.examples.push(format!("frame {frame}: stream {} vs tshark {}", got.stream, want.stream));
+            }
+        }
+        if got.seq as u32 as u64 != want.seq || got.ack as u32 as u64 != want.ack {
+            r.seq_mismatch += 1;
+        }
+        if got.len != want.len {
+            r.len_mismatch += 1;
+        }
+        for &(bit, name) in AnalysisFlags::NAMES {
+            let (w, g) = (want.flags & bit != 0, got.flags.0 & bit != 0);
+            let c = r.flags.entry(name).or_default();
+            match (w, g) {
+                (true, true) => c.tp += 1,
+                (false, true) => c.fp += 1,
+                (true, false) => c.fn_ += 1,
+                _ => {}
+            }
+            if w != g && r.examples.len() < 5 {
+                r.examples.push(format!("frame {frame}: {name} tshark={w} tcpdx={g}"));
+            }
+        }
+        if let Some(b) = want.bif {
+            r.bif_total += 1;
+            r.bif_equal += u64::from(got.bytes_in_flight == Some(b));
+        }
+        if let Some(d) = want.dup_ack_num {
+            r.dup_total += 1;
+            r.dup_equal += u64::from(got.dup_ack_num == Some(d));
+        }
+    }
+    r.extra = ours.0.keys().filter(|f| !reference.contains_key(f)).count() as u64;
+    r
+}
+
+#[test]
+fn agrees_with_tshark_on_public_corpus() {
+    let dir = corpus_dir();
+    let manifest = dir.join("MANIFEST.tsv");
+    if !manifest.exists() {
+        eprintln!("corpus not found at {}: skipping", dir.display());
+        return;
+    }
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (c_id, c_path) = (col("id"), col("local_path"));
+
+    let mut total = FileResult::default();
+    let mut per_file_fail = Vec::new();
+    let mut files = 0;
+    let mut read_errors = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        let reference = dir.join("reference").join(format!("{}.tcp.csv.gz", f[c_id]));
+        if !reference.exists() {
+            continue;
+        }
+        files += 1;
+        let want = read_reference(&reference);
+        let ours = match analyse(&dir.join(f[c_path])) {
+            Ok(o) => o,
+            Err(e) => {
+                read_errors.push(format!("{}: {e}", f[c_id]));
+                continue;
+            }
+        };
+        let r = compare(&want, &ours);
+        for (name, c) in &r.flags {
+            let n = c.tp + c.fn_;
+            if n >= 10 && !DELIBERATE.contains(name) && (c.precision() < 0.99 || c.recall() < 0.99) {
+                per_file_fail.push(format!(
+                    "{} {name}: tshark {n}, precision {:.3} recall {:.3}; {}",
+                    f[c_id],
+                    c.precision(),
+                    c.recall(),
+                    r.examples.join("; ")
+                ));
+            }
+        }
+        if r.missing + r.stream_mismatch > 0 {
+            per_file_fail.push(format!(
+                "{}: {} frames missing, {} stream mismatches of {}; {}",
+                f[c_id],
+                r.missing,
+                r.stream_mismatch,
+                r.ref_frames,
+                r.examples.join("; ")
+            ));
+        }
+        total.ref_frames += r.ref_frames;
+        total.missing += r.missing;
+        total.extra += r.extra;
+        total.stream_mismatch += r.stream_mismatch;
+        total.seq_mismatch += r.seq_mismatch;
+        total.len_mismatch += r.len_mismatch;
+        total.bif_total += r.bif_total;
+        total.bif_equal += r.bif_equal;
+        total.dup_total += r.dup_total;
+        total.dup_equal += r.dup_equal;
+        for (name, c) in r.flags {
+            let t = total.flags.entry(name).or_default();
+            t.tp += c.tp;
+            t.fp += c.fp;
+            t.fn_ += c.fn_;
+        }
+    }
+
+    let mut report = String::new();
+    report += &format!(
+        "files {files}, tshark TCP frames {}, missing {}, extra {}, stream mismatches {}, seq/ack mismatches {}, len mismatches {}, unreadable {}\n\n",
+        total.ref_frames,
+        total.missing,
+        total.extra,
+        total.stream_mismatch,
+        total.seq_mismatch,
+        total.len_mismatch,
+        read_errors.len()
+    );
+    report += "| flag | tshark | tcpdx | both | precision | recall |\n|---|---|---|---|---|---|\n";
+    for (name, c) in &total.flags {
+        report += &format!(
+            "| {name} | {} | {} | {} | {:.4} | {:.4} |\n",
+            c.tp + c.fn_,
+            c.tp + c.fp,
+            c.tp,
+            c.precision(),
+            c.recall()
+        );
+    }
+    let bif = total.bif_equal as f64 / total.bif_total.max(1) as f64;
+    let dup = total.dup_equal as f64 / total.dup_total.max(1) as f64;
+    report += &format!(
+        "\nbytes_in_flight equal on {}/{} ({:.4}); dup_ack_num equal on {}/{} ({:.4})\n",
+        total.bif_equal, total.bif_total, bif, total.dup_equal, total.dup_total, dup
+    );
+    println!("{report}");
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/wireshark-agreement.md");
+    if let Ok(mut f) = File::create(out) {
+        let _ = f.write_all(report.as_bytes());
+        for l in &per_file_fail {
+            let _ = writeln!(f, "- {l}");
+        }
+    }
+    for l in per_file_fail.iter().take(40) {
+        println!("FAIL {l}");
+    }
+    assert!(read_errors.is_empty(), "unreadable captures: {read_errors:?}");
+    assert!(per_file_fail.is_empty(), "{} per-file failures (see above)", per_file_fail.len());
+    assert!(bif >= 0.99, "bytes_in_flight agreement {bif:.4} < 0.99");
+    assert!(dup >= 0.99, "dup_ack_num agreement {dup:.4} < 0.99");
+}

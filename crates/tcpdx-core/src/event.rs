@@ -1,0 +1,210 @@
+//! What the analyzer emits: per-segment analysis rows, flow summaries, warnings.
+//!
+//! Results are pushed into an [`EventSink`] (ripgrep's sink model): renderers implement it
+//! and stream, tests collect into a `Vec<Event>`.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use tcpdx_wire::{FrameNo, Timestamp};
+
+use crate::flow::{Dir, StreamId};
+use crate::tcp::stats::FlowSummary;
+
+/// The `tcp.analysis.*` flags of one segment, as a bit set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AnalysisFlags(pub u16);
+
+macro_rules! analysis_flags {
+    ($($(#[$doc:meta])* $name:ident = $bit:expr, $text:literal;)*) => {
+        impl AnalysisFlags {
+            $($(#[$doc])* pub const $name: u16 = 1 << $bit;)*
+            /// Every flag with its Wireshark name, in output order.
+            pub const NAMES: &'static [(u16, &'static str)] = &[$((1 << $bit, $text)),*];
+        }
+    };
+}
+
+analysis_flags! {
+    /// `tcp.analysis.retransmission`.
+    RETRANSMISSION = 0, "retransmission";
+    /// `tcp.analysis.fast_retransmission`.
+    FAST_RETRANSMISSION = 1, "fast_retransmission";
+    /// `tcp.analysis.spurious_retransmission`.
+    SPURIOUS_RETRANSMISSION = 2, "spurious_retransmission";
+    /// `tcp.analysis.out_of_order`.
+    OUT_OF_ORDER = 3, "out_of_order";
+    /// `tcp.analysis.lost_segment` (previous segment not captured).
+    LOST_SEGMENT = 4, "lost_segment";
+    /// `tcp.analysis.ack_lost_segment` (ACKed segment not captured).
+    ACK_LOST_SEGMENT = 5, "ack_lost_segment";
+    /// `tcp.analysis.duplicate_ack`.
+    DUPLICATE_ACK = 6, "duplicate_ack";
+    /// `tcp.analysis.zero_window`.
+    ZERO_WINDOW = 7, "zero_window";
+    /// `tcp.analysis.zero_window_probe`.
+    ZERO_WINDOW_PROBE = 8, "zero_window_probe";
+    /// `tcp.analysis.zero_window_probe_ack`.
+    ZERO_WINDOW_PROBE_ACK = 9, "zero_window_probe_ack";
+    /// `tcp.analysis.window_full`.
+    WINDOW_FULL = 10, "window_full";
+    /// `tcp.analysis.window_update`.
+    WINDOW_UPDATE = 11, "window_update";
+    /// `tcp.analysis.keep_alive`.
+    KEEP_ALIVE = 12, "keep_alive";
+    /// `tcp.analysis.keep_alive_ack`.
+    KEEP_ALIVE_ACK = 13, "keep_alive_ack";
+    /// `tcp.analysis.reused_ports`.
+    REUSED_PORTS = 14, "reused_ports";
+}
+
+impl AnalysisFlags {
+    /// True if every bit of `mask` is set.
+    pub const fn has(self, mask: u16) -> bool {
+        self.0 & mask == mask
+    }
+    /// True if any bit of `mask` is set.
+    pub const fn any(self, mask: u16) -> bool {
+        self.0 & mask != 0
+    }
+    /// Sets the bits of `mask`.
+    pub fn set(&mut self, mask: u16) {
+        self.0 |= mask;
+    }
+    /// True if no flag is set.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The names of the set flags, in canonical order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Self::NAMES
+            .iter()
+            .filter(move |(bit, _)| self.0 & bit != 0)
+            .map(|(_, name)| *name)
+    }
+    /// Parses one Wireshark flag name.
+    pub fn from_name(name: &str) -> Option<u16> {
+        Self::NAMES.iter().find(|(_, n)| *n == name).map(|(b, _)| *b)
+    }
+}
+
+impl fmt::Display for AnalysisFlags {
+    /// `|`-joined names, as in the `events` CSV `flags` column.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, name) in self.names().enumerate() {
+            if i > 0 {
+                f.write_str("|")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// One row of `tcpdx events`: the analysis of one TCP segment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SegmentAnalysis {
+    /// Wireshark frame number.
+    pub frame: FrameNo,
+    /// Wireshark `tcp.stream`.
+    pub stream: StreamId,
+    /// Capture timestamp.
+    pub ts: Timestamp,
+    /// Nanoseconds since the first frame of the capture.
+    pub rel_time_ns: i64,
+    /// Direction within the connection (client = first sender seen, or the SYN sender).
+    pub dir: Dir,
+    /// Source address.
+    pub src: IpAddr,
+    /// Source port.
+    pub sport: u16,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Destination port.
+    pub dport: u16,
+    /// Relative sequence number, unwrapped to 64 bits (Wireshark's `tcp.seq` mod 2^32).
+    pub seq: u64,
+    /// Relative acknowledgement number (unwrapped) when ACK is set, else the raw field.
+    pub ack: u64,
+    /// TCP flags.
+    pub tcp_flags: u16,
+    /// Segment length (`tcp.len`).
+    pub len: u32,
+    /// Raw window field.
+    pub window_raw: u16,
+    /// Window in bytes after scaling (`tcp.window_size`).
+    pub window: u64,
+    /// `tcp.analysis.*` flags.
+    pub flags: AnalysisFlags,
+    /// `tcp.analysis.duplicate_ack_num`, when a duplicate ACK.
+    pub dup_ack_num: Option<u32>,
+    /// `tcp.analysis.bytes_in_flight`.
+    pub bytes_in_flight: Option<u32>,
+    /// `tcp.analysis.ack_rtt` in nanoseconds.
+    pub ack_rtt_ns: Option<i64>,
+    /// Frame this segment acknowledges (`tcp.analysis.acks_frame`).
+    pub acks_frame: Option<FrameNo>,
+}
+
+/// Something about the input worth telling the user, counted rather than repeated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A per-connection cap was hit (e.g. the unacked-segment list is full); counted per kind.
+    StateCapReached {
+        /// Stream whose state hit the cap.
+        stream: StreamId,
+        /// What was capped.
+        what: &'static str,
+    },
+}
+
+/// Receives analysis results, push model. Every method has a no-op default.
+pub trait EventSink {
+    /// One analysed TCP segment.
+    fn segment(&mut self, _a: &SegmentAnalysis) {}
+    /// A connection's summary, once at the end of input (or on expiry).
+    fn flow(&mut self, _f: &FlowSummary) {}
+    /// A warning about the input or a cap being hit.
+    fn warning(&mut self, _w: &Warning) {}
+}
+
+/// Everything the analyzer can emit, for sinks that collect.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// A segment row.
+    Segment(SegmentAnalysis),
+    /// A flow summary.
+    Flow(Box<FlowSummary>),
+    /// A warning.
+    Warning(Warning),
+}
+
+impl EventSink for Vec<Event> {
+    fn segment(&mut self, a: &SegmentAnalysis) {
+        self.push(Event::Segment(*a));
+    }
+    fn flow(&mut self, f: &FlowSummary) {
+        self.push(Event::Flow(Box::new(f.clone())));
+    }
+    fn warning(&mut self, w: &Warning) {
+        self.push(Event::Warning(w.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_names_round_trip() {
+        let mut f = AnalysisFlags::default();
+        f.set(AnalysisFlags::DUPLICATE_ACK);
+        f.set(AnalysisFlags::RETRANSMISSION);
+        assert_eq!(f.to_string(), "retransmission|duplicate_ack");
+        for (bit, name) in AnalysisFlags::NAMES {
+            assert_eq!(AnalysisFlags::from_name(name), Some(*bit));
+        }
+        assert_eq!(AnalysisFlags::from_name("nonsense"), None);
+    }
+}

@@ -1,0 +1,56 @@
+//! Flow keys (direction-independent 4-tuples) and directions.
+
+use std::net::IpAddr;
+
+/// One end of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint {
+    /// IP address.
+    pub addr: IpAddr,
+    /// TCP port.
+    pub port: u16,
+}
+
+/// A connection's 4-tuple with the endpoints in canonical (sorted) order, so both
+/// directions of a connection map to the same key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    /// The lower endpoint.
+    pub lo: Endpoint,
+    /// The higher endpoint.
+    pub hi: Endpoint,
+}
+
+impl FlowKey {
+    /// Builds the key of a segment from `src` to `dst`; also returns whether src is `lo`.
+    pub fn new(src: Endpoint, dst: Endpoint) -> (FlowKey, bool) {
+        if src <= dst {
+            (FlowKey { lo: src, hi: dst }, true)
+        } else {
+            (FlowKey { lo: dst, hi: src }, false)
+        }
+    }
+}
+
+/// Direction of a segment within its connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// Sent by the client (the SYN sender, or the first sender seen when the SYN is missing).
+    ClientToServer = 0,
+    /// Sent by the server.
+    ServerToClient = 1,
+}
+
+impl Dir {
+    /// The other direction.
+    pub const fn rev(self) -> Dir {
+        match self {
+            Dir::ClientToServer => Dir::ServerToClient,
+            Dir::ServerToClient => Dir::ClientToServer,
+        }
+    }
+    /// Index for `[T; 2]` per-direction arrays.
+    pub const fn idx(self) -> usize {
+        self as usize
+    }
+}

@@ -1,0 +1,59 @@
+//! `Segment`: the analyzer's input, built from a decoded frame or by hand in tests.
+
+use tcpdx_wire::{FrameNo, PacketView, SeqNum, TcpFlags, TcpOptions, Timestamp};
+
+use crate::flow::Endpoint;
+
+/// One TCP segment as the analysis sees it (no bytes, no borrowed data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Wireshark frame number.
+    pub frame: FrameNo,
+    /// Capture time.
+    pub ts: Timestamp,
+    /// Sender.
+    pub src: Endpoint,
+    /// Receiver.
+    pub dst: Endpoint,
+    /// Raw sequence number.
+    pub seq: SeqNum,
+    /// Raw acknowledgement field (used by the analysis even without the ACK flag, as
+    /// Wireshark does).
+    pub ack: SeqNum,
+    /// Flag bits.
+    pub flags: TcpFlags,
+    /// Raw window field.
+    pub window: u16,
+    /// Payload length from the IP header.
+    pub len: u32,
+    /// Decoded options.
+    pub options: TcpOptions,
+}
+
+impl Segment {
+    /// Builds a segment from a decoded frame; `None` if the frame carries no analysable TCP.
+    pub fn from_view(frame: FrameNo, ts: Timestamp, view: &PacketView<'_>) -> Option<Segment> {
+        let ip = view.ip?;
+        let tcp = view.tcp?;
+        if ip.fragment {
+            return None;
+        }
+        Some(Segment {
+            frame,
+            ts,
+            src: Endpoint { addr: ip.src, port: tcp.src_port },
+            dst: Endpoint { addr: ip.dst, port: tcp.dst_port },
+            seq: tcp.seq,
+            ack: tcp.ack,
+            flags: tcp.flags,
+            window: tcp.window,
+            len: tcp.payload_len,
+            options: tcp.options,
+        })
+    }
+
+    /// Sequence space this segment occupies (payload plus one for SYN and for FIN).
+    pub fn seq_space(&self) -> u32 {
+        self.len + u32::from(self.flags.syn()) + u32::from(self.flags.fin())
+    }
+}

@@ -1,0 +1,210 @@
+//! Per-connection statistics for `tcpdx flows`: counts, goodput, RTT (Karn's rule),
+//! options, window limits. Bounded memory: RTT samples go into a fixed-size reservoir.
+
+use tcpdx_wire::Timestamp;
+
+use crate::flow::{Endpoint, StreamId};
+
+/// RTT samples of one direction: exact min/max/count, quantiles from a bounded reservoir.
+#[derive(Clone, Debug, Default)]
+pub struct RttSamples {
+    samples: Vec<i64>,
+    count: u64,
+    min: Option<i64>,
+    max: Option<i64>,
+    rng: u64,
+}
+
+impl RttSamples {
+    /// Adds one sample (nanoseconds); keeps at most `cap` for quantiles (reservoir sampling).
+    pub fn add(&mut self, ns: i64, cap: usize) {
+        self.count += 1;
+        self.min = Some(self.min.map_or(ns, |m| m.min(ns)));
+        self.max = Some(self.max.map_or(ns, |m| m.max(ns)));
+        if self.samples.len() < cap {
+            self.samples.push(ns);
+            return;
+        }
+        // Deterministic xorshift so runs are reproducible.
+        self.rng ^= self.rng << 13 ^ 0x9e37_79b9_7f4a_7c15;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let j = (self.rng % self.count) as usize;
+        if j < cap {
+            self.samples[j] = ns;
+        }
+    }
+    /// Number of samples seen.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    /// Summary: min, median, p95, max.
+    pub fn summary(&self) -> Option<RttSummary> {
+        let (min, max) = (self.min?, self.max?);
+        let mut s = self.samples.clone();
+        s.sort_unstable();
+        let q = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
+        Some(RttSummary { count: self.count, min_ns: min, median_ns: q(0.5), p95_ns: q(0.95), max_ns: max })
+    }
+    /// Frees the reservoir, keeping the summary (for expired connections).
+    pub fn freeze(&mut self) -> Option<RttSummary> {
+        let s = self.summary();
+        if let Some(sum) = &s {
+            self.samples = vec![sum.median_ns, sum.p95_ns];
+            self.samples.shrink_to_fit();
+        }
+        s
+    }
+}
+
+/// RTT statistics of a direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RttSummary {
+    /// Number of samples.
+    pub count: u64,
+    /// Minimum.
+    pub min_ns: i64,
+    /// Median.
+    pub median_ns: i64,
+    /// 95th percentile.
+    pub p95_ns: i64,
+    /// Maximum.
+    pub max_ns: i64,
+}
+
+/// Counters for the data one side sent.
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    /// Packets sent.
+    pub packets: u64,
+    /// Payload bytes sent (including retransmissions).
+    pub bytes: u64,
+    /// Distinct payload bytes (highest sequence reached minus the first).
+    pub unique_bytes: u64,
+    /// Payload bytes in segments flagged as retransmissions (any kind).
+    pub retrans_bytes: u64,
+    /// Segments flagged as retransmissions (any kind).
+    pub retrans_packets: u64,
+    /// Highest relative sequence end seen (for unique bytes).
+    pub high_seq: Option<u64>,
+    /// First and last packet times.
+    pub first_ts: Option<Timestamp>,
+    /// Last packet time.
+    pub last_ts: Option<Timestamp>,
+    /// MSS option from this side's SYN.
+    pub mss: Option<u16>,
+    /// Window scale option from this side's SYN.
+    pub window_scale: Option<u8>,
+    /// SACK permitted in this side's SYN.
+    pub sack_permitted: bool,
+    /// Largest window this side advertised, in bytes after scaling.
+    pub max_window: u64,
+    /// Segments advertising a zero window.
+    pub zero_window_count: u64,
+    /// Total time this side's advertised window stayed at zero.
+    pub zero_window_ns: i64,
+    /// Start of the current zero-window period.
+    pub zero_window_since: Option<Timestamp>,
+    /// RTT of this side's data, measured by the peer's ACKs (Karn's rule).
+    pub rtt: RttSamples,
+}
+
+/// One row of `tcpdx flows` for one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirSummary {
+    /// Sender of this direction.
+    pub src: Endpoint,
+    /// Receiver.
+    pub dst: Endpoint,
+    /// Packets sent.
+    pub packets: u64,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// Distinct payload bytes.
+    pub unique_bytes: u64,
+    /// Retransmitted payload bytes.
+    pub retrans_bytes: u64,
+    /// Retransmitted segments.
+    pub retrans_packets: u64,
+    /// Unique bytes per second of connection duration, in bits/s.
+    pub goodput_bps: f64,
+    /// Duration of this direction (first to last packet), seconds.
+    pub duration_s: f64,
+    /// RTT statistics (Karn's rule), when samples exist.
+    pub rtt: Option<RttSummary>,
+    /// MSS option.
+    pub mss: Option<u16>,
+    /// Window scale option.
+    pub window_scale: Option<u8>,
+    /// SACK permitted.
+    pub sack_permitted: bool,
+    /// Largest advertised window (bytes).
+    pub max_window: u64,
+    /// Zero-window advertisements.
+    pub zero_window_count: u64,
+    /// Time spent advertising a zero window, seconds.
+    pub zero_window_s: f64,
+}
+
+/// A connection's summary (`tcpdx flows` row pair).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSummary {
+    /// Wireshark `tcp.stream`.
+    pub stream: StreamId,
+    /// First packet time.
+    pub first_ts: Timestamp,
+    /// Last packet time.
+    pub last_ts: Timestamp,
+    /// Duration in seconds.
+    pub duration_s: f64,
+    /// The handshake was seen (SYN from the client).
+    pub saw_syn: bool,
+    /// Client to server, then server to client.
+    pub dirs: [DirSummary; 2],
+}
+
+impl DirStats {
+    /// Summarises this direction for a connection that lasted `conn_s` seconds.
+    pub fn summarize(&self, src: Endpoint, dst: Endpoint, conn_s: f64) -> DirSummary {
+        let duration_s = match (self.first_ts, self.last_ts) {
+            (Some(a), Some(b)) => b.since(a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        DirSummary {
+            src,
+            dst,
+            packets: self.packets,
+            bytes: self.bytes,
+            unique_bytes: self.unique_bytes,
+            retrans_bytes: self.retrans_bytes,
+            retrans_packets: self.retrans_packets,
+            goodput_bps: if conn_s > 0.0 { self.unique_bytes as f64 * 8.0 / conn_s } else { 0.0 },
+            duration_s,
+            rtt: self.rtt.summary(),
+            mss: self.mss,
+            window_scale: self.window_scale,
+            sack_permitted: self.sack_permitted,
+            max_window: self.max_window,
+            zero_window_count: self.zero_window_count,
+            zero_window_s: self.zero_window_ns as f64 / 1e9,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservoir_keeps_exact_extremes() {
+        let mut r = RttSamples::default();
+        for i in 0..10_000 {
+            r.add(1000 + i, 100);
+        }
+        let s = r.summary().unwrap();
+        assert_eq!(s.count, 10_000);
+        assert_eq!(s.min_ns, 1000);
+        assert_eq!(s.max_ns, 10_999);
+        assert!((s.median_ns - 6000).abs() < 1500, "median {}", s.median_ns);
+    }
+}

@@ -1,0 +1,16 @@
+//! tcpdx lab: reproduce TCP pathologies with real Linux stacks in network namespaces,
+//! capture them and record the kernel's own ground truth (`truth.json`) next to each capture.
+pub mod bench;
+pub mod capture;
+pub mod cmd;
+pub mod install;
+pub mod relay;
+pub mod run;
+pub mod scenario;
+pub mod storage;
+pub mod sys;
+pub mod topology;
+pub mod trace;
+pub mod truth;
+pub mod verify;
+pub mod workload;

@@ -1,0 +1,196 @@
+//! `tcpdx-lab`: the network lab orchestrator (list, run, verify, cleanup, install,
+//! bench-relay) plus the bulk workload and the relay as subcommands.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use tcpdx_lab::{relay, run, scenario, topology, verify, workload::bulk};
+
+#[derive(Parser)]
+#[command(name = "tcpdx-lab", about = "Reproduce TCP pathologies in network namespaces with kernel ground truth")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List the scenarios.
+    List {
+        /// Print the full recipes as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scenario (as root) and write captures + truth.json to --out.
+    Run {
+        /// Scenario name (see `list`), or "all".
+        scenario: String,
+        /// Output directory (for "all": one subdirectory per scenario).
+        #[arg(long)]
+        out: PathBuf,
+        /// Short run (fixture/CI size).
+        #[arg(long)]
+        short: bool,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Keep the raw tracefs text.
+        #[arg(long)]
+        keep_trace: bool,
+        /// Keep captures as plain .pcap (default: gzip).
+        #[arg(long)]
+        no_gzip: bool,
+        /// Run `verify` on the result.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Validate a run directory's truth.json against its captures.
+    Verify {
+        /// Run directories.
+        dirs: Vec<PathBuf>,
+    },
+    /// Remove labs left behind by dead runs (or all with --force) and restore host settings.
+    Cleanup {
+        /// Also remove labs whose owner is still running.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Install the lab's Debian packages with apt-get.
+    Install {
+        /// Only the bulk-lab tools (no storage servers).
+        #[arg(long)]
+        bulk_only: bool,
+    },
+    /// Measure packets/s through the relay with a bulk TCP flow.
+    BenchRelay {
+        /// Link MTU.
+        #[arg(long, default_value_t = 1500)]
+        mtu: u32,
+        /// One-way delay in the relay (ms).
+        #[arg(long, default_value_t = 5.0)]
+        delay_ms: f64,
+        /// Seconds of traffic.
+        #[arg(long, default_value_t = 8.0)]
+        secs: f64,
+    },
+    /// Bulk TCP workload.
+    Bulk {
+        #[command(subcommand)]
+        cmd: BulkCmd,
+    },
+    /// The impairment relay (same as the tcpdx-relay binary).
+    Relay(relay::RelayArgs),
+}
+
+#[derive(Subcommand)]
+enum BulkCmd {
+    /// Connect and send.
+    Send(bulk::SendArgs),
+    /// Accept one connection and receive.
+    Recv(bulk::RecvArgs),
+}
+
+fn need_root() -> Result<()> {
+    if !nix_is_root() {
+        bail!("this command needs root (network namespaces, tracefs)");
+    }
+    Ok(())
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::List { json } => {
+            for s in scenario::registry() {
+                if json {
+                    println!("{}", serde_json::to_string(&s)?);
+                } else {
+                    println!("{:<26} {}", s.name, s.description);
+                }
+            }
+        }
+        Cmd::Run { scenario: name, out, short, seed, keep_trace, no_gzip, verify: do_verify } => {
+            need_root()?;
+            let list: Vec<scenario::Scenario> = if name == "all" {
+                scenario::registry()
+            } else {
+                vec![scenario::find(&name).with_context(|| format!("unknown scenario {name} (see `tcpdx-lab list`)"))?]
+            };
+            let mut failed = Vec::new();
+            for sc in &list {
+                let dir = if name == "all" { out.join(&sc.name) } else { out.clone() };
+                let o = run::RunOpts { out: dir.clone(), short, seed, keep_trace, gzip: !no_gzip };
+                let t0 = std::time::Instant::now();
+                eprintln!("== {}", sc.name);
+                match run::run_scenario(sc, &o) {
+                    Ok(t) => {
+                        eprintln!("{}", verify::summary(&t));
+                        eprintln!("   ({:.1} s) -> {}", t0.elapsed().as_secs_f64(), dir.display());
+                        if do_verify {
+                            let r = verify::verify_dir(&dir)?;
+                            r.print();
+                            if !r.ok() {
+                                failed.push(sc.name.clone());
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("   FAILED: {e:#}");
+                        failed.push(sc.name.clone());
+                    }
+                }
+            }
+            if !failed.is_empty() {
+                bail!("failed: {}", failed.join(", "));
+            }
+        }
+        Cmd::Verify { dirs } => {
+            let mut bad = 0;
+            for d in &dirs {
+                let r = verify::verify_dir(d)?;
+                r.print();
+                bad += usize::from(!r.ok());
+            }
+            if bad > 0 {
+                bail!("{bad} run(s) failed verification");
+            }
+        }
+        Cmd::Cleanup { force } => {
+            need_root()?;
+            let n = topology::cleanup(force)?;
+            eprintln!("cleanup: removed {n} lab(s)/namespace(s)");
+        }
+        Cmd::Install { bulk_only } => {
+            need_root()?;
+            tcpdx_lab::install::install(bulk_only)?;
+        }
+        Cmd::BenchRelay { mtu, delay_ms, secs } => {
+            need_root()?;
+            let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs)?;
+            println!("{}", serde_json::to_string_pretty(&r)?);
+            println!(
+                "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}",
+                r.kpps, r.goodput_mbit_s, r.unintended_drops
+            );
+        }
+        Cmd::Bulk { cmd } => {
+            let r = match cmd {
+                BulkCmd::Send(a) => bulk::send(&a)?,
+                BulkCmd::Recv(a) => bulk::recv(&a)?,
+            };
+            println!("{}", serde_json::to_string(&r)?);
+        }
+        Cmd::Relay(a) => {
+            let st = relay::run(&a)?;
+            eprintln!("{}", serde_json::to_string(&st)?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The few raw syscalls the lab needs (TUN ioctl, ppoll, clock_gettime), wrapped in safe
+//! functions. This is the only module of the crate allowed to use `unsafe`.
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Opens (creating if needed) the TUN device `name` in the current netns, non-blocking, no PI header.
+pub fn open_tun(name: &str) -> io::Result<File> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/net/tun")?;
+    let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: TUNSETIFF reads/writes a struct ifreq, which IfReq matches in size and layout.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = f.into_raw_fd();
+    // SAFETY: fd is a valid, owned descriptor that we just released from `f`.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Waits until `fd` is readable or `timeout` (None = forever) passes; returns true if readable.
+pub fn poll_readable(fd: &impl AsRawFd, timeout: Option<Duration>) -> io::Result<bool> {
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: pfd and tsp point to valid memory for the duration of the call.
+    let rc = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(rc > 0 && (pfd.revents & libc::POLLIN) != 0)
+}
+
+fn clock_ns(id: libc::clockid_t) -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn mono_ns() -> i64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in nanoseconds (the pcap clock).
+pub fn realtime_ns() -> i64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// CLOCK_TAI - CLOCK_REALTIME in nanoseconds, rounded to whole seconds (normally 0 or 37 s).
+pub fn tai_minus_realtime_ns() -> i64 {
+    (0..5)
+        .map(|_| {
+            let r = clock_ns(libc::CLOCK_REALTIME);
+            let t = clock_ns(libc::CLOCK_TAI);
+            let r2 = clock_ns(libc::CLOCK_REALTIME);
+            (t - (r + r2) / 2, r2 - r)
+        })
+        .min_by_key(|&(_, spread)| spread)
+        .map(|(off, _)| (off + 500_000_000).div_euclid(1_000_000_000) * 1_000_000_000)
+        .unwrap_or(0)
+}
+
+/// Whether process `pid` exists.
+pub fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Sends `sig` to process `pid`.
+pub fn send_signal(pid: i32, sig: i32) -> bool {
+    // SAFETY: plain kill(2).
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Sets this thread's timer slack to 1 ns so short ppoll timeouts are precise.
+pub fn set_min_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}

@@ -1,0 +1,142 @@
+//! Bulk TCP sender/receiver with per-socket congestion control, SO_RCVBUF, a slow-reader
+//! mode and a clean FIN/FIN close (no RST at the end of captures, unlike iperf3).
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use socket2::{Domain, Socket, Type};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Options of `tcpdx-lab bulk send`.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+pub struct SendArgs {
+    /// Receiver address:port.
+    #[arg(long)]
+    pub to: SocketAddr,
+    /// Bytes to send (ignored with --secs).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub bytes: u64,
+    /// Send for this many seconds instead of a byte count.
+    #[arg(long)]
+    pub secs: Option<f64>,
+    /// Congestion control (TCP_CONGESTION on the socket), e.g. reno, cubic, bbr.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// SO_SNDBUF in bytes.
+    #[arg(long)]
+    pub sndbuf: Option<usize>,
+    /// Size of each write.
+    #[arg(long, default_value_t = 131072)]
+    pub write_size: usize,
+}
+
+/// Options of `tcpdx-lab bulk recv`.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+pub struct RecvArgs {
+    /// Address:port to listen on.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// SO_RCVBUF in bytes (set on the listener, so the handshake's window scale follows it).
+    #[arg(long)]
+    pub rcvbuf: Option<usize>,
+    /// Size of each read.
+    #[arg(long, default_value_t = 262144)]
+    pub read_size: usize,
+    /// Sleep after each read (slow application), in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub read_sleep_ms: f64,
+    /// Sleep after accept before the first read, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub start_delay_ms: f64,
+    /// Write the listening notice to this file once ready (for orchestration).
+    #[arg(long)]
+    pub ready_file: Option<String>,
+}
+
+/// Result line printed by sender and receiver (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct BulkResult {
+    /// "send" or "recv".
+    pub role: String,
+    /// Payload bytes transferred.
+    pub bytes: u64,
+    /// Seconds from connect/accept to close.
+    pub secs: f64,
+    /// Goodput in Mbit/s.
+    pub mbit_s: f64,
+    /// Congestion control in use.
+    pub cc: String,
+}
+
+fn sleep_ms(ms: f64) {
+    if ms > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(ms / 1000.0));
+    }
+}
+
+/// Runs the sender: connect, send, shutdown(SHUT_WR), wait for the peer's FIN.
+pub fn send(a: &SendArgs) -> Result<BulkResult> {
+    let sock = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    if let Some(cc) = &a.cc {
+        sock.set_tcp_congestion(cc.as_bytes()).with_context(|| format!("TCP_CONGESTION {cc}"))?;
+    }
+    if let Some(b) = a.sndbuf {
+        sock.set_send_buffer_size(b)?;
+    }
+    sock.connect(&a.to.into()).with_context(|| format!("connecting to {}", a.to))?;
+    let cc = String::from_utf8_lossy(&sock.tcp_congestion()?).trim_end_matches('\0').to_string();
+    let mut s: TcpStream = sock.into();
+    let buf = vec![0x5au8; a.write_size.max(1)];
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    let deadline = a.secs.map(|s| t0 + Duration::from_secs_f64(s));
+    loop {
+        let want = match deadline {
+            Some(d) if Instant::now() >= d => break,
+            Some(_) => buf.len(),
+            None if sent >= a.bytes => break,
+            None => (a.bytes - sent).min(buf.len() as u64) as usize,
+        };
+        s.write_all(&buf[..want])?;
+        sent += want as u64;
+    }
+    s.shutdown(std::net::Shutdown::Write)?;
+    let mut sink = [0u8; 65536];
+    while s.read(&mut sink)? > 0 {}
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(BulkResult { role: "send".into(), bytes: sent, secs, mbit_s: sent as f64 * 8.0 / secs / 1e6, cc })
+}
+
+/// Runs the receiver: accept one connection, read until EOF (optionally slowly), close.
+pub fn recv(a: &RecvArgs) -> Result<BulkResult> {
+    let ls = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    ls.set_reuse_address(true)?;
+    if let Some(b) = a.rcvbuf {
+        ls.set_recv_buffer_size(b)?;
+    }
+    ls.bind(&a.listen.into()).with_context(|| format!("binding {}", a.listen))?;
+    ls.listen(1)?;
+    if let Some(f) = &a.ready_file {
+        std::fs::write(f, "listening\n")?;
+    }
+    let (conn, _) = ls.accept()?;
+    let cc = String::from_utf8_lossy(&conn.tcp_congestion()?).trim_end_matches('\0').to_string();
+    let mut s: TcpStream = conn.into();
+    let t0 = Instant::now();
+    sleep_ms(a.start_delay_ms);
+    let mut buf = vec![0u8; a.read_size.max(1)];
+    let mut n = 0u64;
+    loop {
+        let r = s.read(&mut buf)?;
+        if r == 0 {
+            break;
+        }
+        n += r as u64;
+        sleep_ms(a.read_sleep_ms);
+    }
+    drop(s);
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(BulkResult { role: "recv".into(), bytes: n, secs, mbit_s: n as f64 * 8.0 / secs / 1e6, cc })
+}

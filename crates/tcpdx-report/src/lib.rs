@@ -1,0 +1,13 @@
+//! tcpdx-report: renderers, the last stage of the pipeline.
+//!
+//! capture -> wire -> core -> detect -> **report**. Each renderer writes to a caller-given
+//! `io::Write`; streaming renderers (`events`) implement `EventSink` so per-packet output
+//! never materialises in memory (ripgrep's printers-as-sinks).
+#![warn(missing_docs)]
+
+pub mod events;
+pub mod flows;
+mod fmt;
+
+pub use events::{EventsCsv, EventsJsonl};
+pub use flows::{write_flows_json, write_flows_table};

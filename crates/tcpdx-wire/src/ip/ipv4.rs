@@ -1,0 +1,194 @@
+//! IPv4 header (RFC 791): 20 bytes plus options, `IHL * 4` bytes in all.
+//!
+//! `from_slice` checks the version, that IHL is at least 5 and that the whole header
+//! (options included) was captured; every accessor is then in bounds.
+
+use std::net::Ipv4Addr;
+
+use crate::bytes::{be16, need};
+use crate::error::StopKind;
+
+mod field {
+    use crate::bytes::Field;
+    pub const VER_IHL: usize = 0;
+    pub const TOS: usize = 1;
+    pub const TOTAL_LEN: Field = 2..4;
+    pub const IDENT: Field = 4..6;
+    pub const FLAGS_FRAG: Field = 6..8;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: Field = 10..12;
+    pub const SRC: Field = 12..16;
+    pub const DST: Field = 16..20;
+}
+
+/// Length of a header without options.
+pub const MIN_HEADER_LEN: usize = 20;
+
+/// "More fragments" flag in the flags/fragment-offset field.
+const FLAG_MF: u16 = 0x2000;
+/// "Don't fragment" flag.
+const FLAG_DF: u16 = 0x4000;
+/// Fragment offset mask (units of 8 bytes).
+const FRAG_OFFSET_MASK: u16 = 0x1fff;
+
+/// A checked view of an IPv4 header and what follows it.
+#[derive(Clone, Copy, Debug)]
+pub struct Ipv4Slice<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Ipv4Slice<'a> {
+    /// Checks version 4, IHL >= 5 and that `IHL * 4` bytes are present.
+    pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
+        need(buf, 1)?;
+        if buf[field::VER_IHL] >> 4 != 4 {
+            return Err(StopKind::Malformed("IPv4 version is not 4"));
+        }
+        let header_len = usize::from(buf[field::VER_IHL] & 0x0f) * 4;
+        if header_len < MIN_HEADER_LEN {
+            return Err(StopKind::Malformed("IPv4 header length below 20"));
+        }
+        need(buf, header_len)?;
+        Ok(Self { buf })
+    }
+    /// Header length in bytes (IHL * 4).
+    pub fn header_len(&self) -> usize {
+        usize::from(self.buf[field::VER_IHL] & 0x0f) * 4
+    }
+    /// Type of service / DSCP + ECN byte.
+    pub fn tos(&self) -> u8 {
+        self.buf[field::TOS]
+    }
+    /// Total length field (0 in some TSO captures).
+    pub fn total_len(&self) -> u16 {
+        be16(self.buf, field::TOTAL_LEN)
+    }
+    /// Identification.
+    pub fn ident(&self) -> u16 {
+        be16(self.buf, field::IDENT)
+    }
+    /// Don't-fragment flag.
+    pub fn dont_fragment(&self) -> bool {
+        be16(self.buf, field::FLAGS_FRAG) & FLAG_DF != 0
+    }
+    /// More-fragments flag.
+    pub fn more_fragments(&self) -> bool {
+        be16(self.buf, field::FLAGS_FRAG) & FLAG_MF != 0
+    }
+    /// Fragment offset in bytes.
+    pub fn fragment_offset(&self) -> u32 {
+        u32::from(be16(self.buf, field::FLAGS_FRAG) & FRAG_OFFSET_MASK) * 8
+    }
+    /// True for any fragment (MF set or offset != 0).
+    pub fn is_fragment(&self) -> bool {
+        be16(self.buf, field::FLAGS_FRAG) & (FLAG_MF | FRAG_OFFSET_MASK) != 0
+    }
+    /// Time to live.
+    pub fn ttl(&self) -> u8 {
+        self.buf[field::TTL]
+    }
+    /// Upper-layer protocol number.
+    pub fn protocol(&self) -> u8 {
+        self.buf[field::PROTOCOL]
+    }
+    /// Header checksum (not verified: Wireshark does not by default).
+    pub fn checksum(&self) -> u16 {
+        be16(self.buf, field::CHECKSUM)
+    }
+    /// Source address.
+    pub fn src(&self) -> Ipv4Addr {
+        addr(&self.buf[field::SRC])
+    }
+    /// Destination address.
+    pub fn dst(&self) -> Ipv4Addr {
+        addr(&self.buf[field::DST])
+    }
+    /// Options bytes (between the fixed header and `header_len`).
+    pub fn options(&self) -> &'a [u8] {
+        &self.buf[MIN_HEADER_LEN..self.header_len()]
+    }
+    /// Captured bytes after the header (not cut to the total length).
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.header_len()..]
+    }
+}
+
+fn addr(b: &[u8]) -> Ipv4Addr {
+    Ipv4Addr::new(b[0], b[1], b[2], b[3])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 24-byte header (one 4-byte option: NOP NOP NOP EOL), total length 44, TCP.
+    static HDR: [u8; 25] = [
+        0x46, 0x10, 0x00, 0x2c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x06, 0xab, 0xcd, 10, 0, 0, 1, 10,
+        0, 0, 2, 1, 1, 1, 0, 0xee,
+    ];
+
+    #[test]
+    fn deconstruct() {
+        let ip = Ipv4Slice::from_slice(&HDR).unwrap();
+        assert_eq!(ip.header_len(), 24);
+        assert_eq!(ip.tos(), 0x10);
+        assert_eq!(ip.total_len(), 44);
+        assert_eq!(ip.ident(), 0x1234);
+        assert!(ip.dont_fragment());
+        assert!(!ip.more_fragments());
+        assert!(!ip.is_fragment());
+        assert_eq!(ip.ttl(), 64);
+        assert_eq!(ip.protocol(), 6);
+        assert_eq!(ip.checksum(), 0xabcd);
+        assert_eq!(ip.src(), Ipv4Addr::new(10, 0, 0, 1));
+        assert_eq!(ip.dst(), Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(ip.options(), &[1, 1, 1, 0]);
+        assert_eq!(ip.rest(), &[0xee]);
+    }
+
+    #[test]
+    fn fragments() {
+        let mut h = HDR;
+        h[6] = 0x20; // MF
+        let ip = Ipv4Slice::from_slice(&h).unwrap();
+        assert!(ip.is_fragment() && ip.more_fragments());
+        h[6] = 0x00;
+        h[7] = 0x03; // offset 3 * 8
+        let ip = Ipv4Slice::from_slice(&h).unwrap();
+        assert!(ip.is_fragment());
+        assert_eq!(ip.fragment_offset(), 24);
+    }
+
+    #[test]
+    fn truncated_at_every_length() {
+        assert!(matches!(
+            Ipv4Slice::from_slice(&[]),
+            Err(StopKind::Truncated { .. })
+        ));
+        for len in 1..24 {
+            assert_eq!(
+                Ipv4Slice::from_slice(&HDR[..len]).unwrap_err(),
+                StopKind::Truncated {
+                    required: 24,
+                    available: len as u16
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn impossible_lengths() {
+        let mut h = HDR;
+        h[0] = 0x44;
+        assert!(matches!(
+            Ipv4Slice::from_slice(&h),
+            Err(StopKind::Malformed(_))
+        ));
+        h[0] = 0x65;
+        assert!(matches!(
+            Ipv4Slice::from_slice(&h),
+            Err(StopKind::Malformed(_))
+        ));
+    }
+}

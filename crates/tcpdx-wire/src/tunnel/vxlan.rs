@@ -1,0 +1,56 @@
+//! VXLAN header (RFC 7348), 8 bytes, then an Ethernet frame.
+
+use crate::bytes::need;
+use crate::error::StopKind;
+
+mod field {
+    use crate::bytes::Field;
+    pub const FLAGS: usize = 0;
+    pub const VNI: Field = 4..7;
+}
+
+/// Length of the header.
+pub const HEADER_LEN: usize = 8;
+
+/// A checked view of a VXLAN header.
+#[derive(Clone, Copy, Debug)]
+pub struct VxlanSlice<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> VxlanSlice<'a> {
+    /// Checks that the header was captured.
+    pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
+        need(buf, HEADER_LEN)?;
+        Ok(Self { buf })
+    }
+    /// Flags byte (0x08: VNI valid).
+    pub fn flags(&self) -> u8 {
+        self.buf[field::FLAGS]
+    }
+    /// VXLAN network identifier (24 bits).
+    pub fn vni(&self) -> u32 {
+        let b = &self.buf[field::VNI];
+        u32::from_be_bytes([0, b[0], b[1], b[2]])
+    }
+    /// The inner Ethernet frame.
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buf[HEADER_LEN..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deconstruct_and_truncate() {
+        let h = [0x08, 0, 0, 0, 0x00, 0x12, 0x34, 0, 0xaa];
+        let v = VxlanSlice::from_slice(&h).unwrap();
+        assert_eq!((v.flags(), v.vni()), (0x08, 0x1234));
+        assert_eq!(v.payload(), &[0xaa]);
+        for len in 0..HEADER_LEN {
+            assert!(VxlanSlice::from_slice(&h[..len]).is_err());
+        }
+    }
+}
