@@ -103,6 +103,11 @@ impl Analyzer {
                 if syn && !ack && differs {
                     self.new_connection(key, seg)
                 } else {
+                    if syn && differs {
+                        // A SYN-ACK with a new ISN restarts relative numbering (tshark 4.0).
+                        let dir = self.conns[slot].dir_of(&seg.src);
+                        self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
+                    }
                     slot
                 }
             }

@@ -23,6 +23,8 @@ pub struct BenchResult {
     pub unintended_drops: u64,
     /// Sender retransmitted segments.
     pub retrans_segs: u64,
+    /// Packets the relay could forward per CPU-second (capacity on a dedicated CPU), thousands.
+    pub kpps_per_cpu_s: f64,
     /// Relay counters.
     pub relay: crate::relay::RelayStats,
 }
@@ -110,6 +112,7 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
         goodput_mbit_s: send_res.mbit_s,
         unintended_drops: (d1 - d0) + (s1 - s0) + st.pool_overflow + st.write_errors,
         retrans_segs: nst.get("TcpRetransSegs").copied().unwrap_or(0),
+        kpps_per_cpu_s: st.tx as f64 / st.cpu_s.max(1e-9) / 1e3,
         relay: st,
     })
 }

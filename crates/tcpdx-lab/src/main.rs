@@ -176,8 +176,8 @@ fn main() -> Result<()> {
             let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
             println!(
-                "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}",
-                r.kpps, r.goodput_mbit_s, r.unintended_drops
+                "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}; relay CPU {:.2} s = {:.0} kpps per CPU-second",
+                r.kpps, r.goodput_mbit_s, r.unintended_drops, r.relay.cpu_s, r.kpps_per_cpu_s
             );
         }
         Cmd::Bulk { cmd } => {

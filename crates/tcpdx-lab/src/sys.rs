@@ -109,3 +109,13 @@ pub fn set_min_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
+
+/// CPU time (user + system) this process has used, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: rusage is a plain out-struct; zeroed is a valid initial value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -29,16 +29,23 @@ use crate::ip::ipv4::Ipv4Slice;
 use crate::ip::ipv6::{self, Ipv6Slice};
 use crate::ip::proto;
 use crate::link::ethertype;
+use crate::link::arcnet::{self, ArcnetSlice};
 use crate::link::ethernet::{self, EthernetSlice};
+use crate::link::fddi::{self, FddiSlice};
 use crate::link::llc::{self, SnapSlice};
 use crate::link::nflog::{self, NflogSlice};
 use crate::link::null::{self, NullNext, NullSlice};
+use crate::link::ppi::MetaHeaderSlice;
 use crate::link::ppp::{self, PppSlice};
 use crate::link::sll::{self, SllSlice};
 use crate::link::sll2::{self, Sll2Slice};
+use crate::link::tag::{self, TagSlice};
 use crate::link::vlan::{self, VlanSlice};
+use crate::link::wlan::WlanSlice;
 use crate::seq::SeqNum;
 use crate::tcp::TcpSlice;
+use crate::tunnel::ayiya::{self, AyiyaSlice};
+use crate::tunnel::capwap::{self, CapwapSlice};
 use crate::tunnel::erspan::ErspanSlice;
 use crate::tunnel::geneve::GeneveSlice;
 use crate::tunnel::gre::{self, GreSlice};
@@ -210,6 +217,12 @@ enum Step {
     Llc,
     /// 802.1Q / 802.1ad tag.
     Vlan,
+    /// A tag of the given length ending with the inner EtherType (E-Tag, VN-Tag).
+    Tag(usize),
+    /// Cisco FabricPath FTag/TTL, then an inner Ethernet frame.
+    FabricPath,
+    /// IEEE 802.11 data frame; `true` when the frame-control bytes are swapped (CAPWAP).
+    Wlan(bool),
     /// MPLS label stack.
     Mpls,
     /// PPPoE session header.
@@ -240,6 +253,10 @@ enum Step {
     Geneve,
     /// GTP-U header.
     GtpU,
+    /// AYIYA header.
+    Ayiya,
+    /// CAPWAP data header.
+    Capwap,
     /// TCP header: the end of the walk.
     Tcp,
 }
@@ -279,7 +296,7 @@ impl<'a> Walk<'a> {
     }
 
     fn run(&mut self, link: LinkType) -> Result<(), DecodeStop> {
-        let (mut step, mut off) = self.link_layer(link)?;
+        let (mut step, mut off) = self.link_layer(link, 0)?;
         for _ in 0..MAX_LAYERS {
             match self.step(step, off)? {
                 Some((next, next_off)) => (step, off) = (next, next_off),
@@ -289,28 +306,29 @@ impl<'a> Walk<'a> {
         Err(stop(Layer::Shim, off, StopKind::TooDeep))
     }
 
-    /// The first step for a link type.
-    fn link_layer(&mut self, link: LinkType) -> Result<(Step, usize), DecodeStop> {
-        let at = |k| stop(Layer::Link, 0, k);
+    /// The first step for a frame of link type `link` starting at `base`.
+    fn link_layer(&mut self, link: LinkType, base: usize) -> Result<(Step, usize), DecodeStop> {
+        let at = |k| stop(Layer::Link, base, k);
+        let buf = self.bytes(base);
         Ok(match link {
-            LinkType::ETHERNET => (Step::Ethernet, 0),
-            LinkType::RAW | LinkType::RAW_BSD | LinkType::RAW_BSD14 => (Step::Ip, 0),
-            LinkType::IPV4 => (Step::Ipv4, 0),
-            LinkType::IPV6 => (Step::Ipv6, 0),
-            LinkType::PPP | LinkType::PPP_HDLC => (Step::PppHdlc, 0),
+            LinkType::ETHERNET => (Step::Ethernet, base),
+            LinkType::RAW | LinkType::RAW_BSD | LinkType::RAW_BSD14 => (Step::Ip, base),
+            LinkType::IPV4 => (Step::Ipv4, base),
+            LinkType::IPV6 => (Step::Ipv6, base),
+            LinkType::PPP | LinkType::PPP_HDLC => (Step::PppHdlc, base),
             LinkType::C_HDLC => {
-                let etype = ppp::cisco_hdlc_ethertype(self.bytes(0)).map_err(at)?;
-                (Step::EtherType(etype, Layer::Link), ppp::CHDLC_HEADER_LEN)
+                let etype = ppp::cisco_hdlc_ethertype(buf).map_err(at)?;
+                (Step::EtherType(etype, Layer::Link), base + ppp::CHDLC_HEADER_LEN)
             }
             LinkType::NULL | LinkType::LOOP => {
-                let h = NullSlice::from_slice(self.bytes(0)).map_err(at)?;
+                let h = NullSlice::from_slice(buf).map_err(at)?;
                 let next = if link == LinkType::NULL {
                     h.next_host_order()
                 } else {
                     h.next_big_endian()
                 };
                 let step = match next {
-                    NullNext::PppHdlc => return Ok((Step::PppHdlc, 0)),
+                    NullNext::PppHdlc => return Ok((Step::PppHdlc, base)),
                     NullNext::EtherType(etype) => Step::EtherType(etype, Layer::Link),
                     // Wireshark's null.type table: AF_INET goes to its version-sniffing
                     // IP dissector, the BSD AF_INET6 values to IPv6.
@@ -319,27 +337,53 @@ impl<'a> Walk<'a> {
                         null::AF_INET6_BSD | null::AF_INET6_FREEBSD | null::AF_INET6_DARWIN,
                     ) => Step::Ipv6,
                     NullNext::Family(null::AF_INET6_LINUX) => Step::Ipv6,
-                    NullNext::Family(_) => return Err(stop(Layer::Link, 0, StopKind::NotIp)),
+                    NullNext::Family(_) => return Err(at(StopKind::NotIp)),
                 };
-                (step, null::HEADER_LEN)
+                (step, base + null::HEADER_LEN)
             }
             LinkType::LINUX_SLL => {
-                let h = SllSlice::from_slice(self.bytes(0)).map_err(at)?;
-                (sll_step(h.hatype(), h.protocol())?, sll::HEADER_LEN)
+                let h = SllSlice::from_slice(buf).map_err(at)?;
+                (sll_step(h.hatype(), h.protocol(), base)?, base + sll::HEADER_LEN)
             }
             LinkType::LINUX_SLL2 => {
-                let h = Sll2Slice::from_slice(self.bytes(0)).map_err(at)?;
-                (sll_step(h.hatype(), h.protocol())?, sll2::HEADER_LEN)
+                let h = Sll2Slice::from_slice(buf).map_err(at)?;
+                (sll_step(h.hatype(), h.protocol(), base)?, base + sll2::HEADER_LEN)
             }
-            LinkType::NFLOG => return self.nflog(),
+            LinkType::NFLOG => return self.nflog(base),
+            LinkType::FDDI => {
+                let h = FddiSlice::from_slice(buf).map_err(at)?;
+                if !h.is_llc() {
+                    return Err(at(StopKind::NotIp));
+                }
+                (Step::Llc, base + fddi::HEADER_LEN)
+            }
+            LinkType::ARCNET_LINUX => {
+                let h = ArcnetSlice::from_slice(buf).map_err(at)?;
+                let step = match h.protocol() {
+                    arcnet::PROTO_IP_RFC1201 | arcnet::PROTO_IP_RFC1051 => Step::Ip,
+                    arcnet::PROTO_IPV6 => Step::Ipv6,
+                    _ => return Err(at(StopKind::NotIp)),
+                };
+                (step, base + h.header_len())
+            }
+            LinkType::IEEE802_11 => (Step::Wlan(false), base),
+            LinkType::IEEE802_11_RADIOTAP => {
+                let h = MetaHeaderSlice::radiotap(buf).map_err(at)?;
+                (Step::Wlan(false), base + h.header_len())
+            }
+            LinkType::PPI if base == 0 => {
+                let h = MetaHeaderSlice::ppi(buf).map_err(at)?;
+                let inner = u16::try_from(h.inner_link_type()).unwrap_or(u16::MAX);
+                return self.link_layer(LinkType(inner), base + h.header_len());
+            }
             other => return Err(at(StopKind::UnsupportedLinkType(other.0))),
         })
     }
 
     /// NFLOG: find the payload attribute, cap the wire length to it.
-    fn nflog(&mut self) -> Result<(Step, usize), DecodeStop> {
-        let at = |k| stop(Layer::Link, 0, k);
-        let h = NflogSlice::from_slice(self.bytes(0)).map_err(at)?;
+    fn nflog(&mut self, base: usize) -> Result<(Step, usize), DecodeStop> {
+        let at = |k| stop(Layer::Link, base, k);
+        let h = NflogSlice::from_slice(self.bytes(base)).map_err(at)?;
         let Some((value_off, value_len)) = h.payload().map_err(at)? else {
             return Err(at(StopKind::NotIp));
         };
@@ -349,8 +393,8 @@ impl<'a> Walk<'a> {
             _ => return Err(at(StopKind::NotIp)),
         };
         // Wireshark: the payload's length is the attribute's length.
-        self.cap(value_off, value_len);
-        Ok((step, value_off))
+        self.cap(base + value_off, value_len);
+        Ok((step, base + value_off))
     }
 
     /// Decodes one header at `off`; returns the next step, or `None` when TCP was found.
@@ -366,6 +410,27 @@ impl<'a> Walk<'a> {
                 let at = |k| stop(Layer::Shim, off, k);
                 let tag = VlanSlice::from_slice(buf).map_err(at)?;
                 self.type_or_length(tag.type_len(), off + vlan::HEADER_LEN, Layer::Shim)
+            }
+            Step::Tag(len) => {
+                let at = |k| stop(Layer::Shim, off, k);
+                let tag = TagSlice::from_slice(buf, len).map_err(at)?;
+                (
+                    Step::EtherType(tag.inner_ethertype(), Layer::Shim),
+                    off + tag.header_len(),
+                )
+            }
+            Step::FabricPath => {
+                let at = |k| stop(Layer::Shim, off, k);
+                crate::bytes::need(buf, tag::FABRICPATH_LEN).map_err(at)?;
+                // Wireshark: the last 4 bytes on the wire are the FabricPath FCS, not part
+                // of the inner frame.
+                self.wire_end = self.wire_end.saturating_sub(tag::FABRICPATH_FCS_LEN).max(off);
+                (Step::Ethernet, off + tag::FABRICPATH_LEN)
+            }
+            Step::Wlan(swapped) => {
+                let at = |k| stop(Layer::Link, off, k);
+                let w = WlanSlice::from_slice(buf, swapped).map_err(at)?;
+                (Step::Llc, off + w.header_len())
             }
             Step::EtherType(etype, layer) => (ethertype_step(etype, layer, off)?, off),
             Step::Llc => {
@@ -459,6 +524,7 @@ impl<'a> Walk<'a> {
                     ethertype::ERSPAN_II => Step::ErspanII,
                     ethertype::ERSPAN_III => Step::ErspanIII,
                     gre::PROTO_PPP => Step::PppHdlc,
+                    ethertype::ARUBA_WLAN => Step::Wlan(false),
                     other => Step::EtherType(other, Layer::Tunnel),
                 };
                 (step, next)
@@ -500,6 +566,29 @@ impl<'a> Walk<'a> {
                     Some(b) if b >> 4 == 6 => (Step::Ipv6, next),
                     Some(_) => return Err(stop(Layer::Tunnel, next, StopKind::NotIp)),
                     None => return Err(stop(Layer::Tunnel, next, crate::bytes::truncated(1, 0))),
+                }
+            }
+            Step::Ayiya => {
+                let at = |k| stop(Layer::Tunnel, off, k);
+                let a = AyiyaSlice::from_slice(buf).map_err(at)?;
+                if a.opcode() != ayiya::OPCODE_FORWARD {
+                    return Err(at(StopKind::NotIp));
+                }
+                let next = off + a.header_len();
+                (ip_proto_step(a.next_header(), next)?, next)
+            }
+            Step::Capwap => {
+                let at = |k| stop(Layer::Tunnel, off, k);
+                let c = CapwapSlice::from_slice(buf).map_err(at)?;
+                if c.is_fragment() {
+                    return Err(at(StopKind::Fragment));
+                }
+                let next = off + c.header_len();
+                match (c.native_frame(), c.wbid()) {
+                    // Wireshark swaps the frame-control bytes by default (Cisco APs).
+                    (true, capwap::WBID_IEEE80211) => (Step::Wlan(true), next),
+                    (true, _) => return Err(at(StopKind::NotIp)),
+                    (false, _) => (Step::Ethernet, next),
                 }
             }
             Step::Tcp => {
@@ -627,6 +716,9 @@ impl<'a> Walk<'a> {
             port::VXLAN => Some(Step::Vxlan),
             port::GENEVE => Some(Step::Geneve),
             port::GTP_U => Some(Step::GtpU),
+            port::GRE_IN_UDP => Some(Step::Gre),
+            port::AYIYA => Some(Step::Ayiya),
+            port::CAPWAP_DATA => Some(Step::Capwap),
             _ => None,
         });
         match step {
@@ -675,6 +767,9 @@ fn ethertype_step(etype: u16, layer: Layer, off: usize) -> Result<Step, DecodeSt
         ethertype::MPLS | ethertype::MPLS_MULTICAST => Step::Mpls,
         ethertype::PPPOE_SESSION => Step::Pppoe,
         ethertype::TEB => Step::Ethernet,
+        ethertype::ETAG => Step::Tag(tag::ETAG_LEN),
+        ethertype::VNTAG => Step::Tag(tag::VNTAG_LEN),
+        ethertype::FABRICPATH => Step::FabricPath,
         _ => return Err(stop(layer, off, StopKind::NotIp)),
     })
 }
@@ -692,8 +787,8 @@ fn ip_proto_step(p: u8, off: usize) -> Result<Step, DecodeStop> {
 }
 
 /// The step after an SLL or SLL2 header.
-fn sll_step(hatype: u16, protocol: u16) -> Result<Step, DecodeStop> {
-    let at = |k| stop(Layer::Link, 0, k);
+fn sll_step(hatype: u16, protocol: u16, base: usize) -> Result<Step, DecodeStop> {
+    let at = |k| stop(Layer::Link, base, k);
     if hatype == sll::ARPHRD_NETLINK {
         return Err(at(StopKind::NotIp));
     }

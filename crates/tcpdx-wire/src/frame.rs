@@ -66,6 +66,16 @@ impl LinkType {
     pub const C_HDLC: Self = Self(104);
     /// Linux netfilter NFLOG.
     pub const NFLOG: Self = Self(239);
+    /// FDDI.
+    pub const FDDI: Self = Self(10);
+    /// IEEE 802.11 without radio information.
+    pub const IEEE802_11: Self = Self(105);
+    /// IEEE 802.11 with a radiotap header.
+    pub const IEEE802_11_RADIOTAP: Self = Self(127);
+    /// ARCNET as captured on Linux (with the 2-byte offset field).
+    pub const ARCNET_LINUX: Self = Self(129);
+    /// Per-Packet Information header, then a frame of the link type it names.
+    pub const PPI: Self = Self(192);
 }
 
 /// One captured record: borrowed from the reader's buffer, valid until the next read.

@@ -94,6 +94,11 @@ fn pad4(v: &mut Vec<u8>) {
 }
 
 impl PcapNg {
+    /// Nothing yet: the first block written should be a section header.
+    pub fn empty(be: bool) -> Self {
+        Self { bytes: Vec::new(), be }
+    }
+
     /// A file starting with a section header in the given byte order.
     pub fn new(be: bool) -> Self {
         let mut ng = Self { bytes: Vec::new(), be };
@@ -325,4 +330,17 @@ impl Outcome {
     pub fn numbers(&self) -> Vec<u64> {
         self.frames.iter().map(|f| f.no).collect()
     }
+}
+
+/// `n` pseudo-random bytes (xorshift), which do not compress.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
 }

@@ -163,19 +163,26 @@ fn sender_checks(fwd: &mut HalfFlow, rev: &HalfFlow, seg: &Segment, v: &mut Verd
     }
 }
 
-/// ACKED LOST SEGMENT: the ACK covers data of the peer that was never captured. Reported
-/// once per hole: the peer's contiguous edge jumps to its highest sequence number, and
-/// while the peer's duplicate-ACK counter holds the -1 marker set here (cleared when the
-/// peer's own ACK number moves), repeats are not flagged (tshark 4.0 behaviour, measured).
+/// ACKED LOST SEGMENT: the ACK covers data of the peer that was never captured.
+///
+/// Reported once per hole. When the peer has sent beyond the hole, its contiguous edge
+/// jumps to its highest sequence number. When it has not (the ACK runs ahead of data
+/// captured later, or the peer only sends pure ACKs), the peer's duplicate-ACK counter
+/// gets the -1 marker and repeats are not flagged until the peer's own ACK moves.
+/// (Matches tshark 4.0 on the public corpus; Wireshark's later code differs.)
 fn ack_of_unseen(rev: &mut HalfFlow, seg: &Segment, v: &mut Verdict) {
     if rev.max_seq_to_be_acked.0 == 0 || !seg.ack.is_after(rev.max_seq_to_be_acked) || !seg.flags.ack() {
         return;
     }
-    if rev.dup_ack_num == 0 {
+    if rev.next_seq.is_after(rev.max_seq_to_be_acked) {
+        rev.max_seq_to_be_acked = rev.next_seq;
         v.flags.set(F::ACK_LOST_SEGMENT);
+    } else {
+        if rev.dup_ack_num == 0 {
+            v.flags.set(F::ACK_LOST_SEGMENT);
+        }
+        rev.dup_ack_num = -1;
     }
-    rev.dup_ack_num = -1;
-    rev.max_seq_to_be_acked = rev.next_seq;
 }
 
 /// Retransmission, fast retransmission, out-of-order or spurious retransmission.
@@ -191,7 +198,8 @@ fn classify_resend(fwd: &HalfFlow, rev: &HalfFlow, first_rtt_ns: i64, seg: &Segm
     }
     // SPURIOUS: everything in it was already acknowledged.
     if len > 0 && rev.last_ack.0 != 0 && !seg.seq.add(len).is_after(rev.last_ack) {
-        v.flags.set(F::SPURIOUS_RETRANSMISSION);
+        // Wireshark also reports `tcp.analysis.retransmission` for spurious and fast ones.
+        v.flags.set(F::SPURIOUS_RETRANSMISSION | F::RETRANSMISSION);
         return;
     }
     if not_advanced
@@ -199,7 +207,7 @@ fn classify_resend(fwd: &HalfFlow, rev: &HalfFlow, first_rtt_ns: i64, seg: &Segm
         && rev.last_ack == seg.seq
         && gap_below(seg.ts, rev.last_ack_time, FAST_RETRANS_MAX_GAP_NS as u64)
     {
-        v.flags.set(F::FAST_RETRANSMISSION);
+        v.flags.set(F::FAST_RETRANSMISSION | F::RETRANSMISSION);
         return;
     }
     let ooo_window = if first_rtt_ns == 0 { OOO_WINDOW_NO_RTT_NS as u64 } else { first_rtt_ns as u64 };
@@ -235,7 +243,10 @@ fn record_sent(fwd: &mut HalfFlow, seg: &Segment, v: &mut Verdict, cfg: &Analyze
         }
     }
     let probe = v.flags.has(F::ZERO_WINDOW_PROBE);
-    if (next.is_after(fwd.next_seq) || fwd.next_seq.0 == 0) && !probe {
+    // A plain RST does not move the sender's next sequence number (tshark 4.0, measured: a
+    // RST with an odd sequence number must not turn later data into "retransmissions").
+    let plain_rst = flags.rst() && !flags.syn() && !flags.fin();
+    if (next.is_after(fwd.next_seq) || fwd.next_seq.0 == 0) && !probe && !plain_rst {
         fwd.next_seq = next;
         fwd.next_seq_frame = seg.frame;
         fwd.next_seq_time = seg.ts;

@@ -109,6 +109,9 @@ pub struct RelayStats {
     pub left_in_queue: u64,
     /// Run time in seconds.
     pub elapsed_s: f64,
+    /// CPU time the relay used (user + system, seconds).
+    #[serde(default)]
+    pub cpu_s: f64,
 }
 
 /// Parses "1,5,10-12" into a sorted list of indices.
@@ -318,6 +321,7 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
     st.data_segments = imp.data_segments();
     st.left_in_queue = q.len() as u64;
     st.elapsed_s = (crate::sys::mono_ns() - t0) as f64 / 1e9;
+    st.cpu_s = crate::sys::cpu_seconds();
     if let Some(mut w) = log {
         w.flush()?;
     }

@@ -1,17 +1,23 @@
-//! Link-layer and shim headers: Ethernet, 802.1Q/QinQ, LLC/SNAP, Linux cooked (SLL, SLL2),
-//! BSD null/loopback, PPP and NFLOG.
+//! Link-layer and shim headers: Ethernet, 802.1Q/QinQ and other tags, LLC/SNAP, Linux
+//! cooked (SLL, SLL2), BSD null/loopback, PPP, NFLOG, and the less common links Wireshark
+//! also follows (802.11 data frames with radiotap/PPI, FDDI, ARCNET).
 //!
 //! Each module is a zero-copy view over the frame bytes: `from_slice` checks the length
 //! once, then every accessor reads a named field range and cannot panic.
 
+pub mod arcnet;
 pub mod ethernet;
+pub mod fddi;
 pub mod llc;
 pub mod nflog;
 pub mod null;
+pub mod ppi;
 pub mod ppp;
 pub mod sll;
 pub mod sll2;
+pub mod tag;
 pub mod vlan;
+pub mod wlan;
 
 /// EtherType values the decoder follows (IEEE registry).
 pub mod ethertype {
@@ -37,6 +43,14 @@ pub mod ethertype {
     pub const ERSPAN_II: u16 = 0x88be;
     /// ERSPAN type III (in GRE).
     pub const ERSPAN_III: u16 = 0x22eb;
+    /// IEEE 802.1BR E-Tag.
+    pub const ETAG: u16 = 0x893f;
+    /// Cisco VN-Tag.
+    pub const VNTAG: u16 = 0x8926;
+    /// Cisco FabricPath.
+    pub const FABRICPATH: u16 = 0x8903;
+    /// Aruba access points: an 802.11 frame (no FCS) inside GRE.
+    pub const ARUBA_WLAN: u16 = 0x8200;
     /// Largest value that is an IEEE 802.3 length rather than an EtherType.
     pub const MAX_802_3_LEN: u16 = 1500;
 }

@@ -1,7 +1,7 @@
 //! Vendor and bridging tags that sit between an EtherType and the next one:
 //! IEEE 802.1BR E-Tag (EtherType 0x893f, 6 bytes + EtherType), Cisco VN-Tag (0x8926,
 //! 4 bytes + EtherType) and Cisco FabricPath (0x8903: 2 bytes of FTag/TTL, then a whole
-//! inner Ethernet frame).
+//! inner Ethernet frame, then a 4-byte FCS).
 
 use crate::bytes::{be16, need};
 use crate::error::StopKind;
@@ -12,6 +12,8 @@ pub const ETAG_LEN: usize = 8;
 pub const VNTAG_LEN: usize = 6;
 /// FabricPath FTag/TTL field length (an Ethernet header follows).
 pub const FABRICPATH_LEN: usize = 2;
+/// FabricPath frames end with their own 4-byte FCS, outside the inner frame.
+pub const FABRICPATH_FCS_LEN: usize = 4;
 
 /// A checked view of a tag that ends with the inner EtherType.
 #[derive(Clone, Copy, Debug)]

@@ -43,10 +43,11 @@ impl<'a> WlanSlice<'a> {
     /// Non-data, body-less, protected, fragmented and A-MSDU frames give `NotIp`.
     pub fn from_slice(buf: &'a [u8], swapped_fc: bool) -> Result<Self, StopKind> {
         need(buf, 2)?;
+        let raw = &buf[field::FRAME_CONTROL];
         let fc = if swapped_fc {
-            [buf[1], buf[0]]
+            [raw[1], raw[0]]
         } else {
-            [buf[0], buf[1]]
+            [raw[0], raw[1]]
         };
         let (kind, subtype, flags) = ((fc[0] >> 2) & 0x03, fc[0] >> 4, fc[1]);
         if kind != TYPE_DATA || subtype & SUBTYPE_NO_BODY != 0 {
@@ -79,9 +80,15 @@ impl<'a> WlanSlice<'a> {
     pub fn frame_control(&self) -> [u8; 2] {
         self.fc
     }
-    /// True for a fragment of an MSDU (more-fragments flag or fragment number != 0).
+    /// True if more fragments of this MSDU follow. Like Wireshark, a frame with a non-zero
+    /// fragment number but no more-fragments flag is taken as already reassembled (some
+    /// interfaces capture it that way), so it is not a fragment.
     pub fn is_fragment(&self) -> bool {
-        self.fc[1] & FLAG_MORE_FRAGMENTS != 0 || be16(self.buf, field::SEQ_CTRL) & 0x0f00 != 0
+        self.fc[1] & FLAG_MORE_FRAGMENTS != 0
+    }
+    /// Fragment number (low 4 bits of the sequence control field).
+    pub fn fragment_number(&self) -> u8 {
+        (be16(self.buf, field::SEQ_CTRL) & 0x000f) as u8
     }
     /// Header length.
     pub fn header_len(&self) -> usize {
@@ -132,8 +139,12 @@ mod tests {
         f[0] = 0x80; // beacon
         assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
         let mut f = QOS_DATA;
-        f[22] = 0x01; // fragment number 1
+        f[1] |= FLAG_MORE_FRAGMENTS;
         assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
+        // A fragment number alone is a frame the interface already reassembled.
+        let mut f = QOS_DATA;
+        f[22] = 0x06;
+        assert_eq!(WlanSlice::from_slice(&f, false).unwrap().fragment_number(), 6);
         let mut f = QOS_DATA;
         f[24] = QOS_AMSDU;
         assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);

@@ -1,9 +1,11 @@
 //! Tunnel and shim headers that can carry TCP: GRE (and ERSPAN), VXLAN, Geneve, GTP-U,
-//! MPLS and PPPoE.
+//! GRE-in-UDP, AYIYA, CAPWAP, MPLS and PPPoE.
 //!
 //! Each module is a zero-copy view with a `from_slice` that checks the full header length,
 //! including optional fields announced by flags.
 
+pub mod ayiya;
+pub mod capwap;
 pub mod erspan;
 pub mod geneve;
 pub mod gre;
@@ -20,4 +22,10 @@ pub mod port {
     pub const GENEVE: u16 = 6081;
     /// GTP-U (3GPP TS 29.281).
     pub const GTP_U: u16 = 2152;
+    /// GRE in UDP (RFC 8086).
+    pub const GRE_IN_UDP: u16 = 4754;
+    /// AYIYA.
+    pub const AYIYA: u16 = 5072;
+    /// CAPWAP data channel (RFC 5415).
+    pub const CAPWAP_DATA: u16 = 5247;
 }
