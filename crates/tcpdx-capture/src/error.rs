@@ -186,7 +186,11 @@ impl fmt::Display for CaptureErrorKind {
             Self::TruncatedHeader { what, needed, got } => {
                 write!(f, "input ends inside the {what} ({got} of {needed} bytes)")
             }
-            Self::UnsupportedVersion { format, major, minor } => {
+            Self::UnsupportedVersion {
+                format,
+                major,
+                minor,
+            } => {
                 write!(f, "unsupported {format} version {major}.{minor}")
             }
             Self::BadSectionHeader { byte_order_magic } => write!(
@@ -194,8 +198,16 @@ impl fmt::Display for CaptureErrorKind {
                 "pcapng section header has byte-order magic 0x{byte_order_magic:08x}, \
                  not 0x1a2b3c4d in either byte order"
             ),
-            Self::BadBlockLength { block_type, length, problem } => {
-                write!(f, "pcapng block {} has bad total length {length}: ", BlockName(*block_type))?;
+            Self::BadBlockLength {
+                block_type,
+                length,
+                problem,
+            } => {
+                write!(
+                    f,
+                    "pcapng block {} has bad total length {length}: ",
+                    BlockName(*block_type)
+                )?;
                 match problem {
                     BlockLengthProblem::NotMultipleOf4 => f.write_str("not a multiple of 4"),
                     BlockLengthProblem::TooShort { min } => write!(f, "less than {min}"),
@@ -210,7 +222,11 @@ impl fmt::Display for CaptureErrorKind {
                 "record has captured length {caplen}, more than the maximum of {max} \
                  (corrupt capture?)"
             ),
-            Self::CaplenExceedsBlock { block_type, caplen, room } => write!(
+            Self::CaplenExceedsBlock {
+                block_type,
+                caplen,
+                room,
+            } => write!(
                 f,
                 "pcapng block {} has captured length {caplen} but room for {room} bytes",
                 BlockName(*block_type)
@@ -220,7 +236,11 @@ impl fmt::Display for CaptureErrorKind {
                 "pcapng packet block names interface {interface} but its section describes \
                  {count} interface(s)"
             ),
-            Self::BadOption { block_type, code, length } => write!(
+            Self::BadOption {
+                block_type,
+                code,
+                length,
+            } => write!(
                 f,
                 "pcapng block {} has option {code} of length {length} running past the block end",
                 BlockName(*block_type)
@@ -272,6 +292,10 @@ impl Bad {
 
     /// Attaches the file name.
     pub(crate) fn with_path(self, path: &str) -> CaptureError {
-        CaptureError { path: path.to_owned(), offset: self.offset, kind: self.kind }
+        CaptureError {
+            path: path.to_owned(),
+            offset: self.offset,
+            kind: self.kind,
+        }
     }
 }

@@ -62,23 +62,39 @@ fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
 /// An `Err` here is a read error on the first raw bytes (offset 0).
 pub(crate) fn open(raw: Box<dyn Read + Send>) -> io::Result<Input> {
     let raw_bytes = Arc::new(AtomicU64::new(0));
-    let mut counted = Counting { inner: raw, count: Arc::clone(&raw_bytes) };
+    let mut counted = Counting {
+        inner: raw,
+        count: Arc::clone(&raw_bytes),
+    };
     let prefix = read_prefix(&mut counted, sniff::MAGIC_LEN)?;
     let compression = sniff::compression(&prefix);
     let (stream, prefix): (Box<dyn Read + Send>, _) = match compression {
         Compression::None => (Box::new(counted), prefix),
         Compression::Gzip => {
-            let raw = BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
+            let raw =
+                BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Multi-member: `cat a.gz b.gz` and pigz output are one capture.
-            (Box::new(flate2::bufread::MultiGzDecoder::new(raw)), Vec::new())
+            (
+                Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+                Vec::new(),
+            )
         }
         Compression::Zstd => {
-            let raw = BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
+            let raw =
+                BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Reads every frame of the stream, not just the first.
-            (Box::new(zstd::stream::read::Decoder::with_buffer(raw)?), Vec::new())
+            (
+                Box::new(zstd::stream::read::Decoder::with_buffer(raw)?),
+                Vec::new(),
+            )
         }
     };
-    Ok(Input { stream, prefix, compression, raw_bytes })
+    Ok(Input {
+        stream,
+        prefix,
+        compression,
+        raw_bytes,
+    })
 }
 
 #[cfg(test)]

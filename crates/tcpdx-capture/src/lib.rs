@@ -149,9 +149,17 @@ impl CaptureReader {
             return Self::build(STDIN_NAME, Box::new(std::io::stdin()), None);
         }
         let name = path.display().to_string();
-        let open_err = |e| CaptureError { path: name.clone(), offset: 0, kind: CaptureErrorKind::Open(e) };
+        let open_err = |e| CaptureError {
+            path: name.clone(),
+            offset: 0,
+            kind: CaptureErrorKind::Open(e),
+        };
         let file = File::open(path).map_err(open_err)?;
-        let len = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+        let len = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
         Self::build(&name, Box::new(file), len)
     }
 
@@ -184,7 +192,10 @@ impl CaptureReader {
                 return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
             }
             Sniffed::Unknown => {
-                let kind = CaptureErrorKind::NotACapture { magic: head.to_vec(), inside: compression };
+                let kind = CaptureErrorKind::NotACapture {
+                    magic: head.to_vec(),
+                    inside: compression,
+                };
                 return fail(0, kind);
             }
         };
@@ -200,7 +211,8 @@ impl CaptureReader {
                     }
                     Ok(true) => {}
                 }
-                let file = PcapFile::parse_header(window.bytes(), variant).map_err(|b| b.with_path(name))?;
+                let file = PcapFile::parse_header(window.bytes(), variant)
+                    .map_err(|b| b.with_path(name))?;
                 window.consume(len);
                 Parser::Pcap(file)
             }
@@ -210,7 +222,10 @@ impl CaptureReader {
             name: name.to_owned(),
             window,
             parser,
-            format: CaptureFormat { container, compression },
+            format: CaptureFormat {
+                container,
+                compression,
+            },
             raw_bytes: input.raw_bytes,
             input_len,
             warnings: Vec::new(),
@@ -288,7 +303,11 @@ impl CaptureReader {
     }
 
     fn warn(&mut self, offset: u64, message: String) {
-        self.warnings.push(CaptureWarning { path: self.name.clone(), offset, message });
+        self.warnings.push(CaptureWarning {
+            path: self.name.clone(),
+            offset,
+            message,
+        });
     }
 
     /// Warnings so far (e.g. a record cut off at end of file, with its offset).

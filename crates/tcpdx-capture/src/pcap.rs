@@ -69,8 +69,16 @@ impl PcapVariant {
     /// The variant of a pcap container; `None` for pcapng.
     pub(crate) fn of(container: Container) -> Option<Self> {
         match container {
-            Container::Pcap { nanos, big_endian } => Some(Self { big_endian, nanos, modified: false }),
-            Container::PcapModified { big_endian } => Some(Self { big_endian, nanos: false, modified: true }),
+            Container::Pcap { nanos, big_endian } => Some(Self {
+                big_endian,
+                nanos,
+                modified: false,
+            }),
+            Container::PcapModified { big_endian } => Some(Self {
+                big_endian,
+                nanos: false,
+                modified: true,
+            }),
             Container::PcapNg => None,
         }
     }
@@ -91,26 +99,42 @@ pub(crate) struct PcapFile {
 #[inline]
 fn u32_at(b: &[u8], r: std::ops::Range<usize>, big_endian: bool) -> u32 {
     let a: [u8; 4] = b[r].try_into().expect("4-byte range");
-    if big_endian { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) }
+    if big_endian {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    }
 }
 
 #[inline]
 fn u16_at(b: &[u8], r: std::ops::Range<usize>, big_endian: bool) -> u16 {
     let a: [u8; 2] = b[r].try_into().expect("2-byte range");
-    if big_endian { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) }
+    if big_endian {
+        u16::from_be_bytes(a)
+    } else {
+        u16::from_le_bytes(a)
+    }
 }
 
 impl PcapFile {
     /// Parses the file header (`header` holds at least [`FILE_HEADER_LEN`] bytes) of the
     /// pcap variant found by the sniffer.
     pub(crate) fn parse_header(header: &[u8], variant: PcapVariant) -> Result<Self, Bad> {
-        let PcapVariant { big_endian, nanos, modified } = variant;
+        let PcapVariant {
+            big_endian,
+            nanos,
+            modified,
+        } = variant;
         let major = u16_at(header, file_field::VERSION_MAJOR, big_endian);
         let minor = u16_at(header, file_field::VERSION_MINOR, big_endian);
         // Wireshark accepts major version 2 and later ("We only support version 2.0 and
         // later"); libpcap writes 2.4.
         if major < 2 {
-            let kind = CaptureErrorKind::UnsupportedVersion { format: "pcap", major, minor };
+            let kind = CaptureErrorKind::UnsupportedVersion {
+                format: "pcap",
+                major,
+                minor,
+            };
             return Err(Bad::at(0, kind));
         }
         let lengths = match (major, minor) {
@@ -123,7 +147,11 @@ impl PcapFile {
         Ok(Self {
             big_endian,
             ns_per_frac: if nanos { 1 } else { 1_000 },
-            record_header_len: if modified { MODIFIED_RECORD_HEADER_LEN } else { RECORD_HEADER_LEN },
+            record_header_len: if modified {
+                MODIFIED_RECORD_HEADER_LEN
+            } else {
+                RECORD_HEADER_LEN
+            },
             link,
             max_caplen: max_caplen(link),
             lengths,
@@ -137,7 +165,14 @@ impl PcapFile {
         let io_err = |w: &Window, e| Bad::at(w.received(), CaptureErrorKind::Io(e));
         let hlen = self.record_header_len;
         if !w.fill(hlen).map_err(|e| io_err(w, e))? {
-            return Ok(if w.bytes().is_empty() { Next::End } else { Next::Cut { offset, record: true } });
+            return Ok(if w.bytes().is_empty() {
+                Next::End
+            } else {
+                Next::Cut {
+                    offset,
+                    record: true,
+                }
+            });
         }
         let h = &w.bytes()[..hlen];
         let be = self.big_endian;
@@ -156,12 +191,18 @@ impl PcapFile {
         // Wireshark: "pcap: File has %u-byte packet, bigger than maximum of %u" is an error.
         // caplen > orig_len is accepted (some writers do it) and the data kept as caplen.
         if caplen > self.max_caplen {
-            let kind = CaptureErrorKind::AbsurdCaplen { caplen, max: self.max_caplen };
+            let kind = CaptureErrorKind::AbsurdCaplen {
+                caplen,
+                max: self.max_caplen,
+            };
             return Err(Bad::at(offset, kind));
         }
         let total = hlen + caplen as usize;
         if !w.fill(total).map_err(|e| io_err(w, e))? {
-            return Ok(Next::Cut { offset, record: true });
+            return Ok(Next::Cut {
+                offset,
+                record: true,
+            });
         }
         // ts_sec is unsigned (files reach past 2038); u32::MAX * 1e9 fits in i64.
         let ts = i64::from(sec) * 1_000_000_000 + i64::from(frac) * self.ns_per_frac;
@@ -183,8 +224,10 @@ mod tests {
 
     fn header(major: u16, minor: u16, linktype: u32, be: bool) -> Vec<u8> {
         let mut h = Vec::new();
-        let put16 = |h: &mut Vec<u8>, v: u16| h.extend(if be { v.to_be_bytes() } else { v.to_le_bytes() });
-        let put32 = |h: &mut Vec<u8>, v: u32| h.extend(if be { v.to_be_bytes() } else { v.to_le_bytes() });
+        let put16 =
+            |h: &mut Vec<u8>, v: u16| h.extend(if be { v.to_be_bytes() } else { v.to_le_bytes() });
+        let put32 =
+            |h: &mut Vec<u8>, v: u32| h.extend(if be { v.to_be_bytes() } else { v.to_le_bytes() });
         put32(&mut h, 0xa1b2_c3d4);
         put16(&mut h, major);
         put16(&mut h, minor);
@@ -199,7 +242,11 @@ mod tests {
     fn linktype_keeps_low_16_bits() {
         // FCS bits set in the upper half (pcap-linktype(7)): link type is still Ethernet.
         let h = header(2, 4, 0x1400_0001, true);
-        let c = PcapVariant { big_endian: true, nanos: false, modified: false };
+        let c = PcapVariant {
+            big_endian: true,
+            nanos: false,
+            modified: false,
+        };
         let p = PcapFile::parse_header(&h, c).unwrap();
         assert_eq!(p.link, LinkType::ETHERNET);
         assert_eq!(p.max_caplen, 262_144);
@@ -208,9 +255,20 @@ mod tests {
 
     #[test]
     fn versions() {
-        let c = PcapVariant { big_endian: false, nanos: false, modified: false };
+        let c = PcapVariant {
+            big_endian: false,
+            nanos: false,
+            modified: false,
+        };
         let err = PcapFile::parse_header(&header(1, 0, 1, false), c).unwrap_err();
-        assert!(matches!(err.kind, CaptureErrorKind::UnsupportedVersion { major: 1, minor: 0, .. }));
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::UnsupportedVersion {
+                major: 1,
+                minor: 0,
+                ..
+            }
+        ));
         let p = PcapFile::parse_header(&header(2, 2, 1, false), c).unwrap();
         assert_eq!(p.lengths, LengthOrder::Swapped);
         let p = PcapFile::parse_header(&header(2, 3, 1, false), c).unwrap();

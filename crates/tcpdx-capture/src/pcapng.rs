@@ -189,13 +189,21 @@ pub(crate) struct PcapNg {
 #[inline]
 fn u32_at(b: &[u8], r: Range<usize>, big_endian: bool) -> u32 {
     let a: [u8; 4] = b[r].try_into().expect("4-byte range");
-    if big_endian { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) }
+    if big_endian {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    }
 }
 
 #[inline]
 fn u16_at(b: &[u8], r: Range<usize>, big_endian: bool) -> u16 {
     let a: [u8; 2] = b[r].try_into().expect("2-byte range");
-    if big_endian { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) }
+    if big_endian {
+        u16::from_be_bytes(a)
+    } else {
+        u16::from_le_bytes(a)
+    }
 }
 
 /// Saturates a nanosecond count into a [`Timestamp`].
@@ -221,17 +229,28 @@ fn min_len(block_type: u32) -> u32 {
 /// Checks a block's total length against the rules that do not need its trailer.
 fn check_len(block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
     let problem = if length < field::OVERHEAD as u32 {
-        BlockLengthProblem::TooShort { min: field::OVERHEAD as u32 }
-    } else if length % 4 != 0 {
+        BlockLengthProblem::TooShort {
+            min: field::OVERHEAD as u32,
+        }
+    } else if !length.is_multiple_of(4) {
         BlockLengthProblem::NotMultipleOf4
     } else if length > MAX_BLOCK_LEN {
         BlockLengthProblem::TooLong { max: MAX_BLOCK_LEN }
     } else if length < min_len(block_type) {
-        BlockLengthProblem::TooShort { min: min_len(block_type) }
+        BlockLengthProblem::TooShort {
+            min: min_len(block_type),
+        }
     } else {
         return Ok(());
     };
-    Err(Bad::at(offset, CaptureErrorKind::BadBlockLength { block_type, length, problem }))
+    Err(Bad::at(
+        offset,
+        CaptureErrorKind::BadBlockLength {
+            block_type,
+            length,
+            problem,
+        },
+    ))
 }
 
 /// Checks that the trailing copy of the total length in `block` equals `length`.
@@ -240,7 +259,14 @@ fn check_trailer(trailer: u32, block_type: u32, length: u32, offset: u64) -> Res
         return Ok(());
     }
     let problem = BlockLengthProblem::TrailerMismatch { trailer };
-    Err(Bad::at(offset, CaptureErrorKind::BadBlockLength { block_type, length, problem }))
+    Err(Bad::at(
+        offset,
+        CaptureErrorKind::BadBlockLength {
+            block_type,
+            length,
+            problem,
+        },
+    ))
 }
 
 /// How reading one block ended.
@@ -255,14 +281,18 @@ impl PcapNg {
     /// Reads the first section header block (the sniffer saw its block type).
     pub(crate) fn open(w: &mut Window) -> Result<Self, Bad> {
         // What the header says its length is, for the message if the input ends inside it.
-        w.fill(shb::BYTE_ORDER_MAGIC.end).map_err(|e| io_err(w, e))?;
+        w.fill(shb::BYTE_ORDER_MAGIC.end)
+            .map_err(|e| io_err(w, e))?;
         let declared = match w.bytes().get(shb::BYTE_ORDER_MAGIC) {
             Some([0x4d, 0x3c, 0x2b, 0x1a]) => u32_at(w.bytes(), field::TOTAL_LEN, false),
             Some([0x1a, 0x2b, 0x3c, 0x4d]) => u32_at(w.bytes(), field::TOTAL_LEN, true),
             _ => shb::MIN_LEN,
         };
-        let mut ng =
-            Self { big_endian: false, interfaces: Vec::new(), last_ts: Timestamp::default() };
+        let mut ng = Self {
+            big_endian: false,
+            interfaces: Vec::new(),
+            last_ts: Timestamp::default(),
+        };
         match ng.section_header(w)? {
             Block::Done => Ok(ng),
             Block::Cut => {
@@ -270,7 +300,10 @@ impl PcapNg {
                 let needed = declared.max(shb::MIN_LEN);
                 // The input ended: everything it had was received.
                 let got = u32::try_from(w.received()).unwrap_or(u32::MAX);
-                Err(Bad::at(0, CaptureErrorKind::TruncatedHeader { what, needed, got }))
+                Err(Bad::at(
+                    0,
+                    CaptureErrorKind::TruncatedHeader { what, needed, got },
+                ))
             }
         }
     }
@@ -283,7 +316,10 @@ impl PcapNg {
                 return Ok(if w.bytes().is_empty() {
                     Next::End
                 } else {
-                    Next::Cut { offset, record: true }
+                    Next::Cut {
+                        offset,
+                        record: true,
+                    }
                 });
             }
             let h = w.bytes();
@@ -292,7 +328,12 @@ impl PcapNg {
             if block_type == PCAPNG_SHB {
                 match self.section_header(w)? {
                     Block::Done => continue,
-                    Block::Cut => return Ok(Next::Cut { offset, record: false }),
+                    Block::Cut => {
+                        return Ok(Next::Cut {
+                            offset,
+                            record: false,
+                        });
+                    }
                 }
             }
             let length = u32_at(h, field::TOTAL_LEN, self.big_endian);
@@ -301,18 +342,34 @@ impl PcapNg {
             match block_type {
                 block_type::EPB | block_type::OPB | block_type::SPB => {
                     if !w.fill(len).map_err(|e| io_err(w, e))? {
-                        return Ok(Next::Cut { offset, record: true });
+                        return Ok(Next::Cut {
+                            offset,
+                            record: true,
+                        });
                     }
                     let b = &w.bytes()[..len];
-                    check_trailer(u32_at(b, len - 4..len, self.big_endian), block_type, length, offset)?;
+                    check_trailer(
+                        u32_at(b, len - 4..len, self.big_endian),
+                        block_type,
+                        length,
+                        offset,
+                    )?;
                     return self.packet(block_type, b, offset).map(Next::Packet);
                 }
                 block_type::IDB => {
                     if !w.fill(len).map_err(|e| io_err(w, e))? {
-                        return Ok(Next::Cut { offset, record: false });
+                        return Ok(Next::Cut {
+                            offset,
+                            record: false,
+                        });
                     }
                     let b = &w.bytes()[..len];
-                    check_trailer(u32_at(b, len - 4..len, self.big_endian), block_type, length, offset)?;
+                    check_trailer(
+                        u32_at(b, len - 4..len, self.big_endian),
+                        block_type,
+                        length,
+                        offset,
+                    )?;
                     let interface = self.interface(b, offset)?;
                     self.interfaces.push(interface);
                     w.consume(len);
@@ -344,7 +401,12 @@ impl PcapNg {
         if w.skip(body).map_err(|e| io_err(w, e))? < body || !w.fill(4).map_err(|e| io_err(w, e))? {
             return Ok(Block::Cut);
         }
-        check_trailer(u32_at(w.bytes(), 0..4, self.big_endian), block_type, length, offset)?;
+        check_trailer(
+            u32_at(w.bytes(), 0..4, self.big_endian),
+            block_type,
+            length,
+            offset,
+        )?;
         w.consume(4);
         Ok(Block::Done)
     }
@@ -352,7 +414,10 @@ impl PcapNg {
     /// Reads a section header block at the start of the window: new byte order, no interfaces.
     fn section_header(&mut self, w: &mut Window) -> Result<Block, Bad> {
         let offset = w.offset();
-        if !w.fill(shb::BYTE_ORDER_MAGIC.end).map_err(|e| io_err(w, e))? {
+        if !w
+            .fill(shb::BYTE_ORDER_MAGIC.end)
+            .map_err(|e| io_err(w, e))?
+        {
             return Ok(Block::Cut);
         }
         let h = w.bytes();
@@ -360,7 +425,10 @@ impl PcapNg {
             0x1A2B_3C4D => false,
             0x4D3C_2B1A => true,
             byte_order_magic => {
-                return Err(Bad::at(offset, CaptureErrorKind::BadSectionHeader { byte_order_magic }));
+                return Err(Bad::at(
+                    offset,
+                    CaptureErrorKind::BadSectionHeader { byte_order_magic },
+                ));
             }
         };
         let length = u32_at(h, field::TOTAL_LEN, big_endian);
@@ -373,7 +441,11 @@ impl PcapNg {
         let minor = u16_at(h, shb::MINOR, big_endian);
         // Wireshark and libpcap read versions 1.0 and 1.2 (1.2 only marks newer block types).
         if !(major == 1 && (minor == 0 || minor == 2)) {
-            let kind = CaptureErrorKind::UnsupportedVersion { format: "pcapng", major, minor };
+            let kind = CaptureErrorKind::UnsupportedVersion {
+                format: "pcapng",
+                major,
+                minor,
+            };
             return Err(Bad::at(offset, kind));
         }
         // Section options (hardware, OS, application) are not needed.
@@ -408,15 +480,22 @@ impl PcapNg {
             let value_start = pos + 4;
             let value_end = value_start + usize::from(length);
             let Some(value) = options.get(value_start..value_end) else {
-                let kind = CaptureErrorKind::BadOption { block_type: block_type::IDB, code, length };
+                let kind = CaptureErrorKind::BadOption {
+                    block_type: block_type::IDB,
+                    code,
+                    length,
+                };
                 return Err(Bad::at(offset, kind));
             };
             match (code, value) {
                 (idb::OPT_TSRESOL, [r, ..]) => interface.ts_unit = TsUnit::from_tsresol(*r),
                 (idb::OPT_TSOFFSET, v) => {
                     if let Some(bytes) = v.first_chunk::<8>() {
-                        let secs =
-                            if be { i64::from_be_bytes(*bytes) } else { i64::from_le_bytes(*bytes) };
+                        let secs = if be {
+                            i64::from_be_bytes(*bytes)
+                        } else {
+                            i64::from_le_bytes(*bytes)
+                        };
                         interface.ts_offset = i128::from(secs) * NANOS_PER_SEC;
                     }
                 }
@@ -434,7 +513,13 @@ impl PcapNg {
         let len = b.len();
         if block_type == block_type::SPB {
             let Some(interface) = self.interfaces.first() else {
-                return Err(Bad::at(offset, CaptureErrorKind::UnknownInterface { interface: 0, count: 0 }));
+                return Err(Bad::at(
+                    offset,
+                    CaptureErrorKind::UnknownInterface {
+                        interface: 0,
+                        count: 0,
+                    },
+                ));
             };
             let orig_len = u32_at(b, spb::ORIG_LEN, be);
             let room = (len - spb::MIN_LEN as usize) as u32;
@@ -462,7 +547,14 @@ impl PcapNg {
         let caplen = u32_at(b, epb::CAPLEN, be);
         let room = (len - epb::MIN_LEN as usize) as u32;
         if caplen > room {
-            return Err(Bad::at(offset, CaptureErrorKind::CaplenExceedsBlock { block_type, caplen, room }));
+            return Err(Bad::at(
+                offset,
+                CaptureErrorKind::CaplenExceedsBlock {
+                    block_type,
+                    caplen,
+                    room,
+                },
+            ));
         }
         let Some(interface) = self.interfaces.get(interface_id as usize) else {
             let kind = CaptureErrorKind::UnknownInterface {
@@ -473,10 +565,14 @@ impl PcapNg {
         };
         // Wireshark: "pcapng: cap_len %u is larger than %u" is an error.
         if caplen > interface.max_caplen {
-            let kind = CaptureErrorKind::AbsurdCaplen { caplen, max: interface.max_caplen };
+            let kind = CaptureErrorKind::AbsurdCaplen {
+                caplen,
+                max: interface.max_caplen,
+            };
             return Err(Bad::at(offset, kind));
         }
-        let units = u64::from(u32_at(b, epb::TS_HIGH, be)) << 32 | u64::from(u32_at(b, epb::TS_LOW, be));
+        let units =
+            u64::from(u32_at(b, epb::TS_HIGH, be)) << 32 | u64::from(u32_at(b, epb::TS_LOW, be));
         let ts = timestamp(interface.ts_unit.to_nanos(units) + interface.ts_offset);
         self.last_ts = ts;
         Ok(Packet {
@@ -499,13 +595,22 @@ mod tests {
     fn tsresol_decimal() {
         assert_eq!(TsUnit::from_tsresol(6), TsUnit::MICROS);
         assert_eq!(TsUnit::from_tsresol(0).to_nanos(3), 3_000_000_000);
-        assert_eq!(TsUnit::from_tsresol(9).to_nanos(1_234_567_890_123), 1_234_567_890_123);
-        assert_eq!(TsUnit::from_tsresol(12).to_nanos(1_234_567_890_123_456), 1_234_567_890_123);
+        assert_eq!(
+            TsUnit::from_tsresol(9).to_nanos(1_234_567_890_123),
+            1_234_567_890_123
+        );
+        assert_eq!(
+            TsUnit::from_tsresol(12).to_nanos(1_234_567_890_123_456),
+            1_234_567_890_123
+        );
         // Finer than anything an i128 power of 10 holds: every timestamp is 0 ns.
         assert_eq!(TsUnit::from_tsresol(100).to_nanos(u64::MAX), 0);
         assert_eq!(TsUnit::from_tsresol(47).to_nanos(u64::MAX), 0);
         // No overflow at the top of the range.
-        assert_eq!(TsUnit::from_tsresol(0).to_nanos(u64::MAX), i128::from(u64::MAX) * 1_000_000_000);
+        assert_eq!(
+            TsUnit::from_tsresol(0).to_nanos(u64::MAX),
+            i128::from(u64::MAX) * 1_000_000_000
+        );
     }
 
     #[test]
@@ -533,10 +638,22 @@ mod tests {
             CaptureErrorKind::BadBlockLength { problem, .. } => problem,
             k => panic!("{k:?}"),
         };
-        assert_eq!(problem(check_len(epb, 8, 0)), BlockLengthProblem::TooShort { min: 12 });
-        assert_eq!(problem(check_len(epb, 34, 0)), BlockLengthProblem::NotMultipleOf4);
-        assert_eq!(problem(check_len(epb, 28, 0)), BlockLengthProblem::TooShort { min: 32 });
-        assert_eq!(problem(check_len(99, u32::MAX - 3, 0)), BlockLengthProblem::TooLong { max: MAX_BLOCK_LEN });
+        assert_eq!(
+            problem(check_len(epb, 8, 0)),
+            BlockLengthProblem::TooShort { min: 12 }
+        );
+        assert_eq!(
+            problem(check_len(epb, 34, 0)),
+            BlockLengthProblem::NotMultipleOf4
+        );
+        assert_eq!(
+            problem(check_len(epb, 28, 0)),
+            BlockLengthProblem::TooShort { min: 32 }
+        );
+        assert_eq!(
+            problem(check_len(99, u32::MAX - 3, 0)),
+            BlockLengthProblem::TooLong { max: MAX_BLOCK_LEN }
+        );
         assert!(check_len(99, 12, 0).is_ok());
     }
 }

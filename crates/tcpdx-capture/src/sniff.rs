@@ -133,12 +133,19 @@ pub(crate) fn container(head: &[u8]) -> Sniffed {
     if u32::from_le_bytes(*magic) == PCAPNG_SHB {
         return Sniffed::Capture(Container::PcapNg);
     }
-    for (value, big_endian) in
-        [(u32::from_le_bytes(*magic), false), (u32::from_be_bytes(*magic), true)]
-    {
+    for (value, big_endian) in [
+        (u32::from_le_bytes(*magic), false),
+        (u32::from_be_bytes(*magic), true),
+    ] {
         let found = match value {
-            PCAP_MAGIC_US => Container::Pcap { nanos: false, big_endian },
-            PCAP_MAGIC_NS => Container::Pcap { nanos: true, big_endian },
+            PCAP_MAGIC_US => Container::Pcap {
+                nanos: false,
+                big_endian,
+            },
+            PCAP_MAGIC_NS => Container::Pcap {
+                nanos: true,
+                big_endian,
+            },
             PCAP_MAGIC_MODIFIED => Container::PcapModified { big_endian },
             _ => continue,
         };
@@ -176,12 +183,42 @@ mod tests {
     #[test]
     fn containers() {
         let cases: [([u8; 4], Container); 7] = [
-            ([0xd4, 0xc3, 0xb2, 0xa1], Container::Pcap { nanos: false, big_endian: false }),
-            ([0xa1, 0xb2, 0xc3, 0xd4], Container::Pcap { nanos: false, big_endian: true }),
-            ([0x4d, 0x3c, 0xb2, 0xa1], Container::Pcap { nanos: true, big_endian: false }),
-            ([0xa1, 0xb2, 0x3c, 0x4d], Container::Pcap { nanos: true, big_endian: true }),
-            ([0x34, 0xcd, 0xb2, 0xa1], Container::PcapModified { big_endian: false }),
-            ([0xa1, 0xb2, 0xcd, 0x34], Container::PcapModified { big_endian: true }),
+            (
+                [0xd4, 0xc3, 0xb2, 0xa1],
+                Container::Pcap {
+                    nanos: false,
+                    big_endian: false,
+                },
+            ),
+            (
+                [0xa1, 0xb2, 0xc3, 0xd4],
+                Container::Pcap {
+                    nanos: false,
+                    big_endian: true,
+                },
+            ),
+            (
+                [0x4d, 0x3c, 0xb2, 0xa1],
+                Container::Pcap {
+                    nanos: true,
+                    big_endian: false,
+                },
+            ),
+            (
+                [0xa1, 0xb2, 0x3c, 0x4d],
+                Container::Pcap {
+                    nanos: true,
+                    big_endian: true,
+                },
+            ),
+            (
+                [0x34, 0xcd, 0xb2, 0xa1],
+                Container::PcapModified { big_endian: false },
+            ),
+            (
+                [0xa1, 0xb2, 0xcd, 0x34],
+                Container::PcapModified { big_endian: true },
+            ),
             ([0x0a, 0x0d, 0x0d, 0x0a], Container::PcapNg),
         ];
         for (bytes, want) in cases {
@@ -196,11 +233,20 @@ mod tests {
     #[test]
     fn display() {
         let f = CaptureFormat {
-            container: Container::Pcap { nanos: true, big_endian: true },
+            container: Container::Pcap {
+                nanos: true,
+                big_endian: true,
+            },
             compression: Compression::Zstd,
         };
-        assert_eq!(f.to_string(), "pcap (nanosecond, big-endian), zstd-compressed");
-        let f = CaptureFormat { container: Container::PcapNg, compression: Compression::None };
+        assert_eq!(
+            f.to_string(),
+            "pcap (nanosecond, big-endian), zstd-compressed"
+        );
+        let f = CaptureFormat {
+            container: Container::PcapNg,
+            compression: Compression::None,
+        };
         assert_eq!(f.to_string(), "pcapng");
     }
 }

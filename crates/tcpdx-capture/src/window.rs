@@ -33,7 +33,15 @@ impl Window {
     pub(crate) fn new(reader: Box<dyn Read + Send>, capacity: usize, prefix: &[u8]) -> Self {
         let mut buf = vec![0; capacity.max(prefix.len()).max(64)];
         buf[..prefix.len()].copy_from_slice(prefix);
-        Self { reader, buf, start: 0, end: prefix.len(), base: 0, eof: false, cut_stream: false }
+        Self {
+            reader,
+            buf,
+            start: 0,
+            end: prefix.len(),
+            base: 0,
+            eof: false,
+            cut_stream: false,
+        }
     }
 
     /// Stream offset of the first buffered byte.
@@ -110,7 +118,9 @@ impl Window {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            let grown = n.min(self.buf.len().saturating_mul(2)).max(self.buf.len() + 1);
+            let grown = n
+                .min(self.buf.len().saturating_mul(2))
+                .max(self.buf.len() + 1);
             self.buf.resize(grown, 0);
         }
     }
@@ -173,7 +183,15 @@ mod tests {
     #[test]
     fn fill_consume_offsets() {
         let d = data(1000);
-        let mut w = Window::new(Box::new(Trickle { data: d[3..].to_vec(), pos: 0, step: 7 }), 64, &d[..3]);
+        let mut w = Window::new(
+            Box::new(Trickle {
+                data: d[3..].to_vec(),
+                pos: 0,
+                step: 7,
+            }),
+            64,
+            &d[..3],
+        );
         let mut off = 0;
         for chunk in [1, 10, 64, 100, 3, 500] {
             assert!(w.fill(chunk).unwrap());
@@ -201,7 +219,15 @@ mod tests {
     #[test]
     fn skip_across_reads() {
         let d = data(5000);
-        let mut w = Window::new(Box::new(Trickle { data: d.clone(), pos: 0, step: 100 }), 64, &[]);
+        let mut w = Window::new(
+            Box::new(Trickle {
+                data: d.clone(),
+                pos: 0,
+                step: 100,
+            }),
+            64,
+            &[],
+        );
         assert!(w.fill(10).unwrap());
         w.consume(5);
         assert_eq!(w.skip(3000).unwrap(), 3000);

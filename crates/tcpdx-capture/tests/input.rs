@@ -15,7 +15,12 @@ fn mixed_capture() -> Vec<u8> {
     ng.idb(1, 0, None, None);
     ng.idb(101, 0, Some(9), None);
     for i in 0..50u32 {
-        ng.epb(i % 2, u64::from(i) * 1000, 1000 + i, &payload(37 + i as usize, i as u8));
+        ng.epb(
+            i % 2,
+            u64::from(i) * 1000,
+            1000 + i,
+            &payload(37 + i as usize, i as u8),
+        );
     }
     ng.shb(true);
     ng.idb(113, 128, None, None);
@@ -38,9 +43,13 @@ fn gzip_and_zstd_are_transparent() {
     for plain in [mixed_capture(), big_pcap(10)] {
         let want = read_all(plain.clone());
         assert!(want.error.is_none() && want.warnings.is_empty());
-        for (compressed, compression) in [(gzip(&plain), Compression::Gzip), (zstd(&plain), Compression::Zstd)] {
+        for (compressed, compression) in [
+            (gzip(&plain), Compression::Gzip),
+            (zstd(&plain), Compression::Zstd),
+        ] {
             let len = compressed.len() as u64;
-            let mut reader = CaptureReader::from_reader("test", Box::new(Cursor::new(compressed))).unwrap();
+            let mut reader =
+                CaptureReader::from_reader("test", Box::new(Cursor::new(compressed))).unwrap();
             assert_eq!(reader.format().compression, compression);
             assert_eq!(reader.input_len(), None);
             let mut n = 0;
@@ -91,7 +100,11 @@ fn corrupt_gzip_is_an_io_error_with_an_offset() {
     let e = out.err();
     assert!(matches!(e.kind, CaptureErrorKind::Io(_)), "{e:?}");
     assert!(e.offset < plain.len() as u64);
-    assert!(e.to_string().starts_with(&format!("test: byte {}: read error: ", e.offset)), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("test: byte {}: read error: ", e.offset)),
+        "{e}"
+    );
 }
 
 #[test]
@@ -106,13 +119,24 @@ fn cut_off_compressed_stream_is_a_warning() {
         let half = compressed[..compressed.len() / 2].to_vec();
         let out = read_all(half);
         assert!(out.error.is_none(), "{:?}", out.error);
-        assert!(!out.frames.is_empty() && out.frames.len() < 200, "{}", out.frames.len());
+        assert!(
+            !out.frames.is_empty() && out.frames.len() < 200,
+            "{}",
+            out.frames.len()
+        );
         assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
         let w = &out.warnings[0];
         let k = out.frames.len();
         // The cut record starts right after the last whole one.
         assert_eq!(w.offset, 24 + k as u64 * (16 + 1500));
-        assert_eq!(w.message, format!("record cut off at byte {} (frame {}): analysed up to there", w.offset, k + 1));
+        assert_eq!(
+            w.message,
+            format!(
+                "record cut off at byte {} (frame {}): analysed up to there",
+                w.offset,
+                k + 1
+            )
+        );
     }
 }
 
@@ -140,13 +164,18 @@ fn empty_input() {
 fn not_a_capture() {
     let out = read_all(b"Hello, world\n".to_vec());
     let e = out.err();
-    assert!(matches!(&e.kind, CaptureErrorKind::NotACapture { magic, inside: Compression::None } if magic == b"Hell"));
+    assert!(
+        matches!(&e.kind, CaptureErrorKind::NotACapture { magic, inside: Compression::None } if magic == b"Hell")
+    );
     assert_eq!(
         e.to_string(),
         r#"test: byte 0: not a pcap or pcapng capture: starts with 48 65 6c 6c (text "Hell")"#
     );
     let out = read_all(vec![0x00, 0xff, 0x13, 0x37, 0x99, 0x98]);
-    assert_eq!(out.err().to_string(), "test: byte 0: not a pcap or pcapng capture: starts with 00 ff 13 37");
+    assert_eq!(
+        out.err().to_string(),
+        "test: byte 0: not a pcap or pcapng capture: starts with 00 ff 13 37"
+    );
     let out = read_all(gzip(b"<html>"));
     assert_eq!(
         out.err().to_string(),
@@ -154,15 +183,28 @@ fn not_a_capture() {
     );
     // Too short for a magic number, and not the start of one.
     let out = read_all(vec![0x42]);
-    assert!(matches!(out.err().kind, CaptureErrorKind::NotACapture { .. }));
+    assert!(matches!(
+        out.err().kind,
+        CaptureErrorKind::NotACapture { .. }
+    ));
 }
 
 #[test]
 fn start_of_a_magic_number_only() {
     let out = read_all(vec![0xd4, 0xc3, 0xb2]);
     let e = out.err();
-    assert!(matches!(e.kind, CaptureErrorKind::TruncatedHeader { needed: 4, got: 3, .. }));
-    assert_eq!(e.to_string(), "test: byte 0: input ends inside the capture magic number (3 of 4 bytes)");
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::TruncatedHeader {
+            needed: 4,
+            got: 3,
+            ..
+        }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "test: byte 0: input ends inside the capture magic number (3 of 4 bytes)"
+    );
 }
 
 #[test]
@@ -220,7 +262,11 @@ fn open_a_file() {
     let e = CaptureReader::open(&missing).unwrap_err();
     assert!(matches!(e.kind, CaptureErrorKind::Open(_)));
     assert!(std::error::Error::source(&e).is_some());
-    assert!(e.to_string().starts_with(&format!("{}: cannot open: ", missing.display())), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot open: ", missing.display())),
+        "{e}"
+    );
 
     // A directory opens but cannot be read.
     let e = CaptureReader::open(Path::new("/")).unwrap_err();

@@ -11,21 +11,65 @@ const SEC_NS: i64 = SEC as i64 * 1_000_000_000;
 #[test]
 fn all_variants_read_the_same_frames() {
     let cases = [
-        (MAGIC_US, false, Container::Pcap { nanos: false, big_endian: false }),
-        (MAGIC_US, true, Container::Pcap { nanos: false, big_endian: true }),
-        (MAGIC_NS, false, Container::Pcap { nanos: true, big_endian: false }),
-        (MAGIC_NS, true, Container::Pcap { nanos: true, big_endian: true }),
-        (MAGIC_MODIFIED, false, Container::PcapModified { big_endian: false }),
-        (MAGIC_MODIFIED, true, Container::PcapModified { big_endian: true }),
+        (
+            MAGIC_US,
+            false,
+            Container::Pcap {
+                nanos: false,
+                big_endian: false,
+            },
+        ),
+        (
+            MAGIC_US,
+            true,
+            Container::Pcap {
+                nanos: false,
+                big_endian: true,
+            },
+        ),
+        (
+            MAGIC_NS,
+            false,
+            Container::Pcap {
+                nanos: true,
+                big_endian: false,
+            },
+        ),
+        (
+            MAGIC_NS,
+            true,
+            Container::Pcap {
+                nanos: true,
+                big_endian: true,
+            },
+        ),
+        (
+            MAGIC_MODIFIED,
+            false,
+            Container::PcapModified { big_endian: false },
+        ),
+        (
+            MAGIC_MODIFIED,
+            true,
+            Container::PcapModified { big_endian: true },
+        ),
     ];
     for (magic, be, container) in cases {
         let nanos = magic == MAGIC_NS;
         let mut p = Pcap::new(magic, be, 1);
-        p.record(SEC, if nanos { 123_456_789 } else { 123_456 }, 60, &payload(60, 1));
+        p.record(
+            SEC,
+            if nanos { 123_456_789 } else { 123_456 },
+            60,
+            &payload(60, 1),
+        );
         p.record(SEC + 1, 0, 1514, &payload(96, 2)); // snaplen cut: orig_len > caplen
         p.record(SEC + 2, 999_999, 0, &[]); // empty record
         let out = read_all(p.bytes);
-        assert!(out.error.is_none() && out.warnings.is_empty(), "{container:?}: {out:?}");
+        assert!(
+            out.error.is_none() && out.warnings.is_empty(),
+            "{container:?}: {out:?}"
+        );
         assert_eq!(out.format.unwrap().container, container);
         assert_eq!(out.format.unwrap().compression, Compression::None);
         let f = &out.frames;
@@ -55,7 +99,10 @@ fn link_type_is_the_low_16_bits() {
 fn timestamps_after_2038_are_unsigned() {
     let mut p = Pcap::new(MAGIC_US, true, 1);
     p.record(0x8000_0000, 5, 1, &[0]);
-    assert_eq!(read_all(p.bytes).frames[0].ts, 0x8000_0000_i64 * 1_000_000_000 + 5_000);
+    assert_eq!(
+        read_all(p.bytes).frames[0].ts,
+        0x8000_0000_i64 * 1_000_000_000 + 5_000
+    );
 }
 
 #[test]
@@ -72,14 +119,21 @@ fn lengths_swapped_in_old_versions() {
     let mut p = Pcap::with_version(MAGIC_US, false, 1, 2, 2);
     p.record_raw(SEC, 0, 1514, 20, &payload(20, 0));
     let out = read_all(p.bytes);
-    assert_eq!((out.frames[0].orig_len, out.frames[0].data.len()), (1514, 20));
+    assert_eq!(
+        (out.frames[0].orig_len, out.frames[0].data.len()),
+        (1514, 20)
+    );
     // Version 2.3 swaps only when caplen > orig_len.
     let mut p = Pcap::with_version(MAGIC_US, false, 1, 2, 3);
     p.record_raw(SEC, 0, 20, 1514, &payload(20, 0));
     p.record_raw(SEC, 0, 1514, 20, &payload(20, 0));
     let out = read_all(p.bytes);
     assert_eq!(out.frames.len(), 2);
-    assert!(out.frames.iter().all(|f| f.orig_len == 1514 && f.data.len() == 20));
+    assert!(
+        out.frames
+            .iter()
+            .all(|f| f.orig_len == 1514 && f.data.len() == 20)
+    );
 }
 
 #[test]
@@ -88,7 +142,14 @@ fn version_1_is_unsupported() {
     let out = read_all(p.bytes);
     let e = out.err();
     assert_eq!(e.offset, 0);
-    assert!(matches!(e.kind, CaptureErrorKind::UnsupportedVersion { major: 1, minor: 0, .. }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::UnsupportedVersion {
+            major: 1,
+            minor: 0,
+            ..
+        }
+    ));
     assert_eq!(e.to_string(), "test: byte 0: unsupported pcap version 1.0");
 }
 
@@ -102,7 +163,13 @@ fn absurd_caplen_is_an_error_at_its_record() {
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
     assert_eq!(bad, 24 + 16 + 60);
-    assert!(matches!(e.kind, CaptureErrorKind::AbsurdCaplen { caplen: 4_325_376, max: 262_144 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::AbsurdCaplen {
+            caplen: 4_325_376,
+            max: 262_144
+        }
+    ));
     assert_eq!(
         e.to_string(),
         "test: byte 100: record has captured length 4325376, more than the maximum of 262144 \
@@ -143,8 +210,18 @@ fn file_shorter_than_the_header_is_an_error() {
     let out = read_all(bytes);
     let e = out.err();
     assert_eq!(e.offset, 0);
-    assert!(matches!(e.kind, CaptureErrorKind::TruncatedHeader { needed: 24, got: 10, .. }));
-    assert_eq!(e.to_string(), "test: byte 0: input ends inside the pcap file header (10 of 24 bytes)");
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::TruncatedHeader {
+            needed: 24,
+            got: 10,
+            ..
+        }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "test: byte 0: input ends inside the pcap file header (10 of 24 bytes)"
+    );
 }
 
 #[test]
@@ -166,7 +243,10 @@ fn record_cut_off_in_its_header_ends_with_a_warning() {
     assert_eq!(out.warnings.len(), 1);
     let w = &out.warnings[0];
     assert_eq!(w.offset, cut as u64);
-    assert_eq!(w.message, format!("record cut off at byte {cut} (frame 3): analysed up to there"));
+    assert_eq!(
+        w.message,
+        format!("record cut off at byte {cut} (frame 3): analysed up to there")
+    );
     assert_eq!(w.to_string(), format!("test: {}", w.message));
 }
 

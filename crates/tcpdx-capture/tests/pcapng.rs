@@ -22,7 +22,10 @@ fn both_byte_orders() {
         assert_eq!(out.format.unwrap().container, Container::PcapNg);
         assert_eq!(out.numbers(), [1, 2]);
         let f = &out.frames;
-        assert_eq!((f[0].ts, f[0].link, f[0].orig_len, f[0].interface), (T_NS, 1, 60, 0));
+        assert_eq!(
+            (f[0].ts, f[0].link, f[0].orig_len, f[0].interface),
+            (T_NS, 1, 60, 0)
+        );
         assert_eq!(f[0].data, payload(60, 1));
         // 61 bytes of data: padded to 64 in the block, 61 in the frame.
         assert_eq!((f[1].ts, f[1].orig_len), (T_NS + 1_500_000_000, 1514));
@@ -51,7 +54,13 @@ fn sections_reset_interfaces_and_frame_numbers_go_on() {
     let e = out.err();
     assert!(after_shb3 < bad);
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::UnknownInterface { interface: 0, count: 0 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::UnknownInterface {
+            interface: 0,
+            count: 0
+        }
+    ));
 }
 
 #[test]
@@ -66,7 +75,11 @@ fn interfaces_with_their_own_link_types_and_resolutions() {
     ng.epb(1, 1, 40, &payload(40, 0));
     let out = read_all(ng.bytes);
     assert!(out.error.is_none(), "{:?}", out.error);
-    let got: Vec<(i64, u16, u32)> = out.frames.iter().map(|f| (f.ts, f.link, f.interface)).collect();
+    let got: Vec<(i64, u16, u32)> = out
+        .frames
+        .iter()
+        .map(|f| (f.ts, f.link, f.interface))
+        .collect();
     assert_eq!(
         got,
         [
@@ -104,7 +117,11 @@ fn simple_packet_blocks() {
     assert_eq!((f[2].orig_len, f[2].data.clone()), (42, payload(42, 2)));
     assert_eq!((f[3].orig_len, f[3].data.clone()), (300, payload(20, 3)));
     // No timestamp in an SPB: the previous packet's time is repeated.
-    assert!(f[1..].iter().all(|x| x.ts == T_NS && x.interface == 0 && x.link == 1));
+    assert!(
+        f[1..]
+            .iter()
+            .all(|x| x.ts == T_NS && x.interface == 0 && x.link == 1)
+    );
 }
 
 #[test]
@@ -114,7 +131,13 @@ fn simple_packet_block_before_any_interface_is_an_error() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::UnknownInterface { interface: 0, count: 0 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::UnknownInterface {
+            interface: 0,
+            count: 0
+        }
+    ));
 }
 
 #[test]
@@ -128,7 +151,10 @@ fn obsolete_packet_blocks() {
         let out = read_all(ng.bytes);
         assert!(out.error.is_none(), "{:?}", out.error);
         let f = &out.frames[0];
-        assert_eq!((f.no, f.ts, f.link, f.interface, f.orig_len), (1, 77, 105, 1, 1500));
+        assert_eq!(
+            (f.no, f.ts, f.link, f.interface, f.orig_len),
+            (1, 77, 105, 1, 1500)
+        );
         assert_eq!(f.data, payload(70, 5));
         assert_eq!(out.frames[1].no, 2);
     }
@@ -166,11 +192,21 @@ fn large_unknown_block_is_skipped_without_buffering_trouble() {
 
 /// Asserts a BadBlockLength at `offset`.
 #[track_caller]
-fn assert_bad_length(out: &Outcome, offset: usize, block_type: u32, length: u32, problem: BlockLengthProblem) {
+fn assert_bad_length(
+    out: &Outcome,
+    offset: usize,
+    block_type: u32,
+    length: u32,
+    problem: BlockLengthProblem,
+) {
     let e = out.err();
     assert_eq!(e.offset, offset as u64, "{e}");
     match &e.kind {
-        CaptureErrorKind::BadBlockLength { block_type: t, length: l, problem: p } => {
+        CaptureErrorKind::BadBlockLength {
+            block_type: t,
+            length: l,
+            problem: p,
+        } => {
             assert_eq!((*t, *l, *p), (block_type, length, problem), "{e}");
         }
         k => panic!("not a block length error: {k:?}"),
@@ -216,17 +252,28 @@ fn block_length_below_the_minimum_of_its_type() {
 fn trailer_mismatch_on_packet_and_other_blocks() {
     let mut ng = PcapNg::new(false);
     ng.idb(1, 0, None, None);
-    let bad = ng.block_with_lengths(EPB, 92, &{
-        let mut b = Vec::new();
-        for v in [0u32, 0, 0, 60, 60] {
-            b.extend(v.to_le_bytes());
-        }
-        b.extend(payload(60, 0));
-        b
-    }, 96);
+    let bad = ng.block_with_lengths(
+        EPB,
+        92,
+        &{
+            let mut b = Vec::new();
+            for v in [0u32, 0, 0, 60, 60] {
+                b.extend(v.to_le_bytes());
+            }
+            b.extend(payload(60, 0));
+            b
+        },
+        96,
+    );
     let out = read_all(ng.bytes);
     assert_eq!(out.frames.len(), 0);
-    assert_bad_length(&out, bad, EPB, 92, BlockLengthProblem::TrailerMismatch { trailer: 96 });
+    assert_bad_length(
+        &out,
+        bad,
+        EPB,
+        92,
+        BlockLengthProblem::TrailerMismatch { trailer: 96 },
+    );
 
     let mut ng = PcapNg::new(true);
     ng.idb(1, 0, None, None);
@@ -234,7 +281,13 @@ fn trailer_mismatch_on_packet_and_other_blocks() {
     let bad = ng.block_with_lengths(0x55, 20, &[1; 8], 24);
     let out = read_all(ng.bytes);
     assert_eq!(out.frames.len(), 1);
-    assert_bad_length(&out, bad, 0x55, 20, BlockLengthProblem::TrailerMismatch { trailer: 24 });
+    assert_bad_length(
+        &out,
+        bad,
+        0x55,
+        20,
+        BlockLengthProblem::TrailerMismatch { trailer: 24 },
+    );
 }
 
 #[test]
@@ -242,11 +295,19 @@ fn section_header_errors() {
     // Byte-order magic of neither order, in a second section.
     let mut ng = PcapNg::new(false);
     let bad = ng.bytes.len();
-    ng.block(SHB, &[0xde, 0xad, 0xbe, 0xef, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    ng.block(
+        SHB,
+        &[0xde, 0xad, 0xbe, 0xef, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    );
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::BadSectionHeader { byte_order_magic: 0xefbe_adde }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::BadSectionHeader {
+            byte_order_magic: 0xefbe_adde
+        }
+    ));
 
     // Version 0.1 (libpcap's pcapng-invalid-vers-1 test case).
     let mut ng = PcapNg::new(true);
@@ -254,8 +315,18 @@ fn section_header_errors() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::UnsupportedVersion { major: 0, minor: 1, .. }));
-    assert!(e.to_string().ends_with("unsupported pcapng version 0.1"), "{e}");
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::UnsupportedVersion {
+            major: 0,
+            minor: 1,
+            ..
+        }
+    ));
+    assert!(
+        e.to_string().ends_with("unsupported pcapng version 0.1"),
+        "{e}"
+    );
 
     // In the first section the error is at byte 0 and no reader is made.
     let mut ng = PcapNg::empty(false);
@@ -328,7 +399,14 @@ fn captured_length_larger_than_the_block() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::CaplenExceedsBlock { block_type: 6, caplen: 2000, room: 64 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::CaplenExceedsBlock {
+            block_type: 6,
+            caplen: 2000,
+            room: 64
+        }
+    ));
 }
 
 #[test]
@@ -340,7 +418,13 @@ fn absurd_captured_length() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::AbsurdCaplen { caplen: 300_000, max: 262_144 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::AbsurdCaplen {
+            caplen: 300_000,
+            max: 262_144
+        }
+    ));
 }
 
 #[test]
@@ -352,7 +436,14 @@ fn interface_option_running_past_its_block() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::BadOption { block_type: 1, code: 9, length: 40 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::BadOption {
+            block_type: 1,
+            code: 9,
+            length: 40
+        }
+    ));
 }
 
 #[test]
@@ -363,7 +454,13 @@ fn unknown_interface_in_an_enhanced_packet_block() {
     let out = read_all(ng.bytes);
     let e = out.err();
     assert_eq!(e.offset, bad as u64);
-    assert!(matches!(e.kind, CaptureErrorKind::UnknownInterface { interface: 3, count: 1 }));
+    assert!(matches!(
+        e.kind,
+        CaptureErrorKind::UnknownInterface {
+            interface: 3,
+            count: 1
+        }
+    ));
     assert_eq!(
         e.to_string(),
         format!(

@@ -28,9 +28,9 @@ use crate::ip::ext::{self, ExtSlice};
 use crate::ip::ipv4::Ipv4Slice;
 use crate::ip::ipv6::{self, Ipv6Slice};
 use crate::ip::proto;
-use crate::link::ethertype;
 use crate::link::arcnet::{self, ArcnetSlice};
 use crate::link::ethernet::{self, EthernetSlice};
+use crate::link::ethertype;
 use crate::link::fddi::{self, FddiSlice};
 use crate::link::llc::{self, SnapSlice};
 use crate::link::nflog::{self, NflogSlice};
@@ -186,6 +186,9 @@ pub struct PacketView<'a> {
     pub stop: Option<DecodeStop>,
 }
 
+#[cfg(test)]
+mod tests;
+
 /// Most headers one frame may stack (VLAN tags, MPLS stacks, tunnels...) before the walk
 /// gives up with [`StopKind::TooDeep`]; real traffic stays far below it.
 pub const MAX_LAYERS: usize = 64;
@@ -194,7 +197,9 @@ pub const MAX_LAYERS: usize = 64;
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> PacketView<'_> {
     // A record whose captured length exceeds its wire length is inconsistent; trust the
     // bytes that are there.
-    let wire_len = usize::try_from(orig_len).unwrap_or(usize::MAX).max(data.len());
+    let wire_len = usize::try_from(orig_len)
+        .unwrap_or(usize::MAX)
+        .max(data.len());
     let mut walk = Walk {
         data,
         wire_end: wire_len,
@@ -318,7 +323,10 @@ impl<'a> Walk<'a> {
             LinkType::PPP | LinkType::PPP_HDLC => (Step::PppHdlc, base),
             LinkType::C_HDLC => {
                 let etype = ppp::cisco_hdlc_ethertype(buf).map_err(at)?;
-                (Step::EtherType(etype, Layer::Link), base + ppp::CHDLC_HEADER_LEN)
+                (
+                    Step::EtherType(etype, Layer::Link),
+                    base + ppp::CHDLC_HEADER_LEN,
+                )
             }
             LinkType::NULL | LinkType::LOOP => {
                 let h = NullSlice::from_slice(buf).map_err(at)?;
@@ -343,11 +351,17 @@ impl<'a> Walk<'a> {
             }
             LinkType::LINUX_SLL => {
                 let h = SllSlice::from_slice(buf).map_err(at)?;
-                (sll_step(h.hatype(), h.protocol(), base)?, base + sll::HEADER_LEN)
+                (
+                    sll_step(h.hatype(), h.protocol(), base)?,
+                    base + sll::HEADER_LEN,
+                )
             }
             LinkType::LINUX_SLL2 => {
                 let h = Sll2Slice::from_slice(buf).map_err(at)?;
-                (sll_step(h.hatype(), h.protocol(), base)?, base + sll2::HEADER_LEN)
+                (
+                    sll_step(h.hatype(), h.protocol(), base)?,
+                    base + sll2::HEADER_LEN,
+                )
             }
             LinkType::NFLOG => return self.nflog(base),
             LinkType::FDDI => {
@@ -424,7 +438,10 @@ impl<'a> Walk<'a> {
                 crate::bytes::need(buf, tag::FABRICPATH_LEN).map_err(at)?;
                 // Wireshark: the last 4 bytes on the wire are the FabricPath FCS, not part
                 // of the inner frame.
-                self.wire_end = self.wire_end.saturating_sub(tag::FABRICPATH_FCS_LEN).max(off);
+                self.wire_end = self
+                    .wire_end
+                    .saturating_sub(tag::FABRICPATH_FCS_LEN)
+                    .max(off);
                 (Step::Ethernet, off + tag::FABRICPATH_LEN)
             }
             Step::Wlan(swapped) => {

@@ -62,6 +62,10 @@ pub struct DecodeStop {
 
 impl fmt::Display for DecodeStop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} at offset {}: {:?}", self.layer, self.offset, self.kind)
+        write!(
+            f,
+            "{:?} at offset {}: {:?}",
+            self.layer, self.offset, self.kind
+        )
     }
 }

@@ -159,7 +159,10 @@ fn corpus_matches_tshark() {
         let stats = compare_file(&id, &dir.join(&local_path), &reference, verbose);
         per_file.push((id, stats));
     }
-    assert!(!per_file.is_empty(), "no capture with a reference file found");
+    assert!(
+        !per_file.is_empty(),
+        "no capture with a reference file found"
+    );
 
     let mut total = FileStats::default();
     for (_, s) in &per_file {
@@ -175,8 +178,10 @@ fn corpus_matches_tshark() {
     }
 
     println!("per-file disagreements (files with any):");
-    let mut worst: Vec<&(String, FileStats)> =
-        per_file.iter().filter(|(_, s)| s.disagreements() > 0).collect();
+    let mut worst: Vec<&(String, FileStats)> = per_file
+        .iter()
+        .filter(|(_, s)| s.disagreements() > 0)
+        .collect();
     worst.sort_by_key(|(_, s)| std::cmp::Reverse(s.disagreements()));
     for (id, s) in &worst {
         let classes: Vec<String> = s
@@ -412,10 +417,7 @@ fn classify_missing(view: &PacketView<'_>, data: &[u8]) -> Class {
 
 /// Calls `f(frame number, link type, captured bytes, original length)` for every packet
 /// record, numbered like Wireshark's `frame.number`.
-fn for_each_frame(
-    path: &Path,
-    mut f: impl FnMut(u64, LinkType, &[u8], u32),
-) -> Result<(), String> {
+fn for_each_frame(path: &Path, mut f: impl FnMut(u64, LinkType, &[u8], u32)) -> Result<(), String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let mut reader = create_reader(1 << 20, file).map_err(|e| format!("{e:?}"))?;
     let mut legacy_link = LinkType(0);
@@ -448,7 +450,9 @@ fn for_each_frame(
                         let link = interfaces.first().copied().unwrap_or(LinkType(u16::MAX));
                         f(no, link, spb.packet_data(), spb.origlen);
                     }
-                    PcapBlockOwned::NG(Block::Unknown(u)) if is_obsolete_packet_block(u.block_type) => {
+                    PcapBlockOwned::NG(Block::Unknown(u))
+                        if is_obsolete_packet_block(u.block_type) =>
+                    {
                         no += 1;
                         obsolete_packet_block(u.block_type, u.data, &interfaces, no, &mut f);
                     }
@@ -492,11 +496,19 @@ fn obsolete_packet_block(
     let big = block_type != 2;
     let rd16 = |b: &[u8]| {
         let a = [b[0], b[1]];
-        if big { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) }
+        if big {
+            u16::from_be_bytes(a)
+        } else {
+            u16::from_le_bytes(a)
+        }
     };
     let rd32 = |b: &[u8]| {
         let a = [b[0], b[1], b[2], b[3]];
-        if big { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) }
+        if big {
+            u32::from_be_bytes(a)
+        } else {
+            u32::from_le_bytes(a)
+        }
     };
     if body.len() < 20 {
         return;

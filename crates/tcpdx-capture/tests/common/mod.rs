@@ -46,7 +46,11 @@ impl Pcap {
         put32(&mut bytes, 0, be); // sigfigs
         put32(&mut bytes, 65535, be); // snaplen
         put32(&mut bytes, linktype, be);
-        Self { bytes, be, modified: magic == MAGIC_MODIFIED }
+        Self {
+            bytes,
+            be,
+            modified: magic == MAGIC_MODIFIED,
+        }
     }
 
     /// Appends a record whose caplen is `data.len()`; returns its offset.
@@ -55,7 +59,14 @@ impl Pcap {
     }
 
     /// Appends a record with an explicit (possibly lying) caplen; returns its offset.
-    pub fn record_raw(&mut self, sec: u32, frac: u32, caplen: u32, orig_len: u32, data: &[u8]) -> usize {
+    pub fn record_raw(
+        &mut self,
+        sec: u32,
+        frac: u32,
+        caplen: u32,
+        orig_len: u32,
+        data: &[u8],
+    ) -> usize {
         let at = self.bytes.len();
         let be = self.be;
         put32(&mut self.bytes, sec, be);
@@ -88,7 +99,7 @@ pub struct PcapNg {
 }
 
 fn pad4(v: &mut Vec<u8>) {
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0);
     }
 }
@@ -96,12 +107,18 @@ fn pad4(v: &mut Vec<u8>) {
 impl PcapNg {
     /// Nothing yet: the first block written should be a section header.
     pub fn empty(be: bool) -> Self {
-        Self { bytes: Vec::new(), be }
+        Self {
+            bytes: Vec::new(),
+            be,
+        }
     }
 
     /// A file starting with a section header in the given byte order.
     pub fn new(be: bool) -> Self {
-        let mut ng = Self { bytes: Vec::new(), be };
+        let mut ng = Self {
+            bytes: Vec::new(),
+            be,
+        };
         ng.shb(be);
         ng
     }
@@ -115,7 +132,13 @@ impl PcapNg {
     }
 
     /// Appends a block with explicit header and trailer lengths; returns its offset.
-    pub fn block_with_lengths(&mut self, block_type: u32, len: u32, body: &[u8], trailer: u32) -> usize {
+    pub fn block_with_lengths(
+        &mut self,
+        block_type: u32,
+        len: u32,
+        body: &[u8],
+        trailer: u32,
+    ) -> usize {
         let at = self.bytes.len();
         let be = self.be;
         put32(&mut self.bytes, block_type, be);
@@ -137,7 +160,11 @@ impl PcapNg {
         put32(&mut body, 0x1A2B_3C4D, be);
         put16(&mut body, major, be);
         put16(&mut body, minor, be);
-        body.extend(if be { (-1i64).to_be_bytes() } else { (-1i64).to_le_bytes() });
+        body.extend(if be {
+            (-1i64).to_be_bytes()
+        } else {
+            (-1i64).to_le_bytes()
+        });
         // shb_userappl option, to have something to skip.
         self.option(&mut body, 4, b"tcpdx test");
         self.option(&mut body, 0, &[]);
@@ -152,7 +179,13 @@ impl PcapNg {
     }
 
     /// Appends an interface description block; returns its offset.
-    pub fn idb(&mut self, linktype: u16, snaplen: u32, tsresol: Option<u8>, tsoffset: Option<i64>) -> usize {
+    pub fn idb(
+        &mut self,
+        linktype: u16,
+        snaplen: u32,
+        tsresol: Option<u8>,
+        tsoffset: Option<i64>,
+    ) -> usize {
         let be = self.be;
         let mut body = Vec::new();
         put16(&mut body, linktype, be);
@@ -163,7 +196,11 @@ impl PcapNg {
             self.option(&mut body, 9, &[r]);
         }
         if let Some(o) = tsoffset {
-            self.option(&mut body, 14, &if be { o.to_be_bytes() } else { o.to_le_bytes() });
+            self.option(
+                &mut body,
+                14,
+                &if be { o.to_be_bytes() } else { o.to_le_bytes() },
+            );
         }
         if tsresol.is_some() || tsoffset.is_some() {
             self.option(&mut body, 0, &[]);
@@ -188,7 +225,14 @@ impl PcapNg {
     }
 
     /// Appends an EPB whose caplen field is `caplen` whatever the data; returns its offset.
-    pub fn epb_raw(&mut self, interface: u32, ts: u64, caplen: u32, orig_len: u32, data: &[u8]) -> usize {
+    pub fn epb_raw(
+        &mut self,
+        interface: u32,
+        ts: u64,
+        caplen: u32,
+        orig_len: u32,
+        data: &[u8],
+    ) -> usize {
         let be = self.be;
         let mut body = Vec::new();
         put32(&mut body, interface, be);
@@ -293,7 +337,14 @@ pub fn read_all(bytes: Vec<u8>) -> Outcome {
 pub fn read_from(r: Box<dyn Read + Send>) -> Outcome {
     let mut reader = match tcpdx_capture::CaptureReader::from_reader("test", r) {
         Ok(reader) => reader,
-        Err(e) => return Outcome { frames: Vec::new(), warnings: Vec::new(), error: Some(e), format: None },
+        Err(e) => {
+            return Outcome {
+                frames: Vec::new(),
+                warnings: Vec::new(),
+                error: Some(e),
+                format: None,
+            };
+        }
     };
     let mut frames = Vec::new();
     let error = loop {
@@ -312,7 +363,12 @@ pub fn read_from(r: Box<dyn Read + Send>) -> Outcome {
     };
     // Reading on after the end (or an error) stays at the end.
     assert!(matches!(reader.next_frame(), Ok(None)));
-    Outcome { frames, warnings: reader.warnings().to_vec(), error, format: Some(reader.format()) }
+    Outcome {
+        frames,
+        warnings: reader.warnings().to_vec(),
+        error,
+        format: Some(reader.format()),
+    }
 }
 
 impl Outcome {
@@ -322,7 +378,10 @@ impl Outcome {
         let e = self.error.as_ref().expect("an error");
         let shown = e.to_string();
         assert!(!shown.contains('\n'), "one line: {shown}");
-        assert!(shown.starts_with(&format!("test: byte {}: ", e.offset)), "{shown}");
+        assert!(
+            shown.starts_with(&format!("test: byte {}: ", e.offset)),
+            "{shown}"
+        );
         e
     }
 

@@ -8,7 +8,7 @@
 
 use tcpdx_wire::{SeqNum, TcpFlags, Timestamp};
 
-use super::half::{HalfFlow, WindowScale};
+use super::half::{DUP_ACK_MARK, HalfFlow, WindowScale};
 use super::unacked::{AckedMatch, Unacked};
 use crate::config::AnalyzerConfig;
 use crate::event::AnalysisFlags as F;
@@ -157,9 +157,9 @@ fn sender_checks(fwd: &mut HalfFlow, rev: &HalfFlow, seg: &Segment, v: &mut Verd
     }
     if repeats && window != 0 {
         // -1 marks a repeated ACK of unseen data: the first duplicate counts as #1.
-        fwd.dup_ack_num = if fwd.dup_ack_num == -1 { 1 } else { fwd.dup_ack_num + 1 };
+        fwd.dup_ack_num = if fwd.dup_ack_num == DUP_ACK_MARK { 1 } else { fwd.dup_ack_num + 1 };
         v.flags.set(F::DUPLICATE_ACK);
-        v.dup_ack_num = Some(fwd.dup_ack_num as u32);
+        v.dup_ack_num = Some(fwd.dup_ack_num);
     }
 }
 
@@ -181,7 +181,7 @@ fn ack_of_unseen(rev: &mut HalfFlow, seg: &Segment, v: &mut Verdict) {
         if rev.dup_ack_num == 0 {
             v.flags.set(F::ACK_LOST_SEGMENT);
         }
-        rev.dup_ack_num = -1;
+        rev.dup_ack_num = DUP_ACK_MARK;
     }
 }
 

@@ -31,6 +31,11 @@ impl WindowScale {
     }
 }
 
+/// Wireshark stores -1 in its unsigned duplicate-ACK counter to mark "ACK of unseen data
+/// already reported"; as an unsigned value it also counts as ">= 2 duplicate ACKs" for the
+/// fast-retransmission rule, which tshark 4.0's output reflects.
+pub const DUP_ACK_MARK: u32 = u32::MAX;
+
 /// RFC 7323 section 2.3: shift counts above 14 are treated as 14.
 pub const MAX_WINDOW_SHIFT: u8 = 14;
 
@@ -59,9 +64,8 @@ pub struct HalfFlow {
     pub last_ack: SeqNum,
     /// When `last_ack` was sent.
     pub last_ack_time: Timestamp,
-    /// Duplicate ACKs counted for the current `last_ack`; -1 after this side's ACK of
-    /// unseen data was reported while it kept repeating it (Wireshark's marker).
-    pub dup_ack_num: i32,
+    /// Duplicate ACKs counted for the current `last_ack`, or [`DUP_ACK_MARK`].
+    pub dup_ack_num: u32,
     /// Last frame that was not a duplicate ACK.
     pub last_non_dup_ack: FrameNo,
     /// Analysis flags of the last segment sent in this direction.

@@ -115,19 +115,41 @@ mod tests {
     #[test]
     fn fragment_header() {
         let first = [6, 0, 0x00, 0x01, 0, 0, 0, 1]; // offset 0, M set
-        assert!(ExtSlice::from_slice(proto::FRAGMENT, &first).unwrap().is_fragment());
+        assert!(
+            ExtSlice::from_slice(proto::FRAGMENT, &first)
+                .unwrap()
+                .is_fragment()
+        );
         let later = [6, 0, 0x00, 0x08, 0, 0, 0, 1]; // offset 1, M clear
-        assert!(ExtSlice::from_slice(proto::FRAGMENT, &later).unwrap().is_fragment());
+        assert!(
+            ExtSlice::from_slice(proto::FRAGMENT, &later)
+                .unwrap()
+                .is_fragment()
+        );
         let atomic = [6, 0, 0, 0, 0, 0, 0, 1];
-        assert!(!ExtSlice::from_slice(proto::FRAGMENT, &atomic).unwrap().is_fragment());
+        assert!(
+            !ExtSlice::from_slice(proto::FRAGMENT, &atomic)
+                .unwrap()
+                .is_fragment()
+        );
     }
 
     #[test]
     fn lengths_per_kind() {
-        let ah = [6, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(ExtSlice::from_slice(proto::AH, &ah).unwrap().header_len(), 24);
+        let ah = [
+            6, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(
+            ExtSlice::from_slice(proto::AH, &ah).unwrap().header_len(),
+            24
+        );
         let dst = [6, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(ExtSlice::from_slice(proto::DSTOPTS, &dst).unwrap().header_len(), 16);
+        assert_eq!(
+            ExtSlice::from_slice(proto::DSTOPTS, &dst)
+                .unwrap()
+                .header_len(),
+            16
+        );
     }
 
     #[test]

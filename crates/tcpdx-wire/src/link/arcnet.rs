@@ -80,7 +80,9 @@ mod tests {
     fn rfc1051_ip_and_exception_packet() {
         let h = [1, 2, 0, 0, 0xf0, 0x45];
         assert_eq!(ArcnetSlice::from_slice(&h).unwrap().header_len(), 5);
-        let e = [1, 2, 0, 0, 0xd4, 0xff, 0xff, 0xff, 0xd4, 0x00, 0x00, 0x01, 0x45];
+        let e = [
+            1, 2, 0, 0, 0xd4, 0xff, 0xff, 0xff, 0xd4, 0x00, 0x00, 0x01, 0x45,
+        ];
         assert_eq!(ArcnetSlice::from_slice(&e).unwrap().header_len(), 12);
     }
 }

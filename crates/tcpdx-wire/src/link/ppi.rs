@@ -87,7 +87,10 @@ mod tests {
             assert!(MetaHeaderSlice::ppi(&p[..len]).is_err());
         }
         let bad = [0, 0, 4, 0, 1, 0, 0, 0];
-        assert!(matches!(MetaHeaderSlice::ppi(&bad), Err(StopKind::Malformed(_))));
+        assert!(matches!(
+            MetaHeaderSlice::ppi(&bad),
+            Err(StopKind::Malformed(_))
+        ));
         let r = [0, 0, 12, 0, 0, 0, 0, 0, 1, 2, 3, 4, 0x08];
         let m = MetaHeaderSlice::radiotap(&r).unwrap();
         assert_eq!((m.inner_link_type(), m.header_len()), (105, 12));

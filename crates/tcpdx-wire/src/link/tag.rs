@@ -54,7 +54,9 @@ mod tests {
         assert_eq!(t.payload(), &[0x45]);
         let v = [0x80, 0x01, 0x00, 0x02, 0x81, 0x00];
         assert_eq!(
-            TagSlice::from_slice(&v, VNTAG_LEN).unwrap().inner_ethertype(),
+            TagSlice::from_slice(&v, VNTAG_LEN)
+                .unwrap()
+                .inner_ethertype(),
             0x8100
         );
         for len in 0..ETAG_LEN {

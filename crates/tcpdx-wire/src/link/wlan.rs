@@ -4,7 +4,7 @@
 //! bytes, +6 for a fourth address (To DS and From DS), +2 for QoS control, +4 for HT
 //! control (Order flag on a QoS frame).
 
-use crate::bytes::{be16, need};
+use crate::bytes::need;
 use crate::error::StopKind;
 
 mod field {
@@ -88,7 +88,9 @@ impl<'a> WlanSlice<'a> {
     }
     /// Fragment number (low 4 bits of the sequence control field).
     pub fn fragment_number(&self) -> u8 {
-        (be16(self.buf, field::SEQ_CTRL) & 0x000f) as u8
+        // 802.11 fields are little-endian: the fragment number is the low nibble of the
+        // first sequence-control byte.
+        self.buf[field::SEQ_CTRL.start] & 0x0f
     }
     /// Header length.
     pub fn header_len(&self) -> usize {
@@ -134,19 +136,34 @@ mod tests {
     fn not_followed() {
         let mut f = QOS_DATA;
         f[1] |= FLAG_PROTECTED;
-        assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
+        assert_eq!(
+            WlanSlice::from_slice(&f, false).unwrap_err(),
+            StopKind::NotIp
+        );
         let mut f = QOS_DATA;
         f[0] = 0x80; // beacon
-        assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
+        assert_eq!(
+            WlanSlice::from_slice(&f, false).unwrap_err(),
+            StopKind::NotIp
+        );
         let mut f = QOS_DATA;
         f[1] |= FLAG_MORE_FRAGMENTS;
-        assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
+        assert_eq!(
+            WlanSlice::from_slice(&f, false).unwrap_err(),
+            StopKind::NotIp
+        );
         // A fragment number alone is a frame the interface already reassembled.
         let mut f = QOS_DATA;
         f[22] = 0x06;
-        assert_eq!(WlanSlice::from_slice(&f, false).unwrap().fragment_number(), 6);
+        assert_eq!(
+            WlanSlice::from_slice(&f, false).unwrap().fragment_number(),
+            6
+        );
         let mut f = QOS_DATA;
         f[24] = QOS_AMSDU;
-        assert_eq!(WlanSlice::from_slice(&f, false).unwrap_err(), StopKind::NotIp);
+        assert_eq!(
+            WlanSlice::from_slice(&f, false).unwrap_err(),
+            StopKind::NotIp
+        );
     }
 }

@@ -154,7 +154,10 @@ impl<'a> Iterator for TcpOptionsIter<'a> {
                 tsval: be32(data, 0..4),
                 tsecr: be32(data, 4..8),
             }),
-            kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::SACK
+            kind::MSS
+            | kind::WINDOW_SCALE
+            | kind::SACK_PERMITTED
+            | kind::SACK
             | kind::TIMESTAMPS => bad,
             _ => Ok(TcpOption::Unknown { kind, data }),
         })
@@ -230,7 +233,9 @@ mod tests {
 
     #[test]
     fn eol_stops_and_unknown_is_skipped() {
-        let raw = [0xfd, 0x04, 0xaa, 0xbb, 0x02, 0x04, 0x01, 0x00, 0x00, 0x02, 0x04];
+        let raw = [
+            0xfd, 0x04, 0xaa, 0xbb, 0x02, 0x04, 0x01, 0x00, 0x00, 0x02, 0x04,
+        ];
         let o = TcpOptions::parse(&raw);
         assert_eq!(o.mss, Some(256));
         assert!(!o.malformed);

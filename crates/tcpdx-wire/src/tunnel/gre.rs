@@ -121,7 +121,10 @@ mod tests {
         // Version 1, K + S + A: 4 + 4 + 4 + 4.
         let h = [0x30, 0x81, 0x88, 0x0b, 0, 4, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
         let g = GreSlice::from_slice(&h).unwrap();
-        assert_eq!((g.version(), g.protocol(), g.header_len()), (1, PROTO_PPP, 16));
+        assert_eq!(
+            (g.version(), g.protocol(), g.header_len()),
+            (1, PROTO_PPP, 16)
+        );
     }
 
     #[test]

@@ -56,7 +56,10 @@ mod tests {
     fn deconstruct_and_truncate() {
         let h = [0x11, 0x00, 0x12, 0x34, 0x00, 0x16, 0x00, 0x21];
         let p = PppoeSlice::from_slice(&h).unwrap();
-        assert_eq!((p.ver_type(), p.code(), p.session(), p.length()), (0x11, 0, 0x1234, 22));
+        assert_eq!(
+            (p.ver_type(), p.code(), p.session(), p.length()),
+            (0x11, 0, 0x1234, 22)
+        );
         assert_eq!(p.payload(), &[0x00, 0x21]);
         for len in 0..HEADER_LEN {
             assert!(PppoeSlice::from_slice(&h[..len]).is_err());
