@@ -85,11 +85,18 @@ pub fn analyze(
     v.acked = rev.unacked.ack(seg.ack);
 
     if seg.len != 0 && !fwd.unacked.is_empty() && fwd.valid_bif {
-        let in_flight = fwd.unacked.in_flight(fwd.base_seq);
+        // Wireshark subtracts what the peer's last SACK option covered (even if stale).
+        let sacked = rev.sack_delivered.unwrap_or(0);
+        let in_flight = fwd.unacked.in_flight(fwd.base_seq).wrapping_sub(sacked);
         if in_flight > 0 && in_flight < MAX_BYTES_IN_FLIGHT {
-            v.bytes_in_flight = Some(in_flight);
+            // SYN and FIN occupy sequence space but are not bytes.
+            let bif = in_flight - u32::from(flags.syn() || flags.fin());
+            v.bytes_in_flight = Some(bif).filter(|&b| b > 0);
         }
     }
+    fwd.sack_delivered = (seg.options.sack_count > 0).then(|| {
+        seg.options.sack_blocks().iter().fold(0u32, |acc, (l, r)| acc.wrapping_add(r.0.wrapping_sub(l.0)))
+    });
     v
 }
 

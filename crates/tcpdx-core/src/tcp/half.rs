@@ -74,6 +74,10 @@ pub struct HalfFlow {
     pub valid_bif: bool,
     /// Segments sent and not yet acknowledged.
     pub unacked: UnackedList,
+    /// Bytes covered by the SACK blocks of the last SACK option this side sent (Wireshark
+    /// keeps them until the next SACK option, and subtracts them from the peer's bytes in
+    /// flight).
+    pub sack_delivered: Option<u32>,
     /// Last unwrapped relative sequence number (for 64-bit unwrapping).
     pub rel_seq_hint: u64,
     /// Last unwrapped relative ack number this side sent.
@@ -99,6 +103,7 @@ impl Default for HalfFlow {
             last_segment_flags: AnalysisFlags::default(),
             valid_bif: true,
             unacked: UnackedList::new(),
+            sack_delivered: None,
             rel_seq_hint: 0,
             rel_ack_hint: 0,
         }
