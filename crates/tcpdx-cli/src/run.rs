@@ -61,11 +61,19 @@ pub struct Outcome {
     pub first_ts_ns: i64,
 }
 
-/// Reads every frame of `common.file` into a fresh analyzer that pushes into `sink`.
+/// Opens the capture named on the command line (bad input is an error naming the byte).
+pub fn open(common: &Common) -> Result<CaptureReader> {
+    CaptureReader::open(&common.file).map_err(anyhow::Error::new)
+}
+
+/// Reads every frame of `reader` into a fresh analyzer that pushes into `sink`.
 /// `stop` is polled so a failed output (closed pipe) ends the run early.
-pub fn analyze<S: EventSink>(common: &Common, sink: &mut S, stop: impl Fn(&S) -> bool) -> Result<Outcome> {
-    let path = &common.file;
-    let mut reader = CaptureReader::open(path).map_err(anyhow::Error::new)?;
+pub fn analyze<S: EventSink>(
+    mut reader: CaptureReader,
+    common: &Common,
+    sink: &mut S,
+    stop: impl Fn(&S) -> bool,
+) -> Result<Outcome> {
     let progress = progress_bar(common, &reader);
     let mut analyzer = Analyzer::new(AnalyzerConfig::default());
     let mut filter = Filter::new(sink, common);

@@ -21,6 +21,18 @@ use tcpdx_core::{AnalysisFlags, Analyzer, AnalyzerConfig, EventSink, SegmentAnal
 /// Flags where tcpdx deliberately decides differently from Wireshark (none yet).
 const DELIBERATE: &[&str] = &[];
 
+/// Captures whose `tcp.stream` numbering Wireshark shifts through an application
+/// dissector's side effect, not TCP (docs/wireshark-differences.md, "Stream indexes after
+/// SOCKS and VNC"): those dissectors create conversations of their own, which consume a
+/// stream index (SOCKS) or split a connection in two (VNC). tcpdx numbers TCP connections
+/// only. Frame numbers, flags and everything else are still compared for these files.
+const STREAM_SHIFTED_BY_DISSECTORS: &[(&str, &str)] = &[
+    ("NDPI-0418", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
+    ("NDPI-0488", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
+    ("NDPI-0489", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
+    ("NDPI-0518", "VNC creates a conversation at frame 5: one connection becomes streams 0 and 1"),
+];
+
 fn corpus_dir() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.join("../../../shared/corpus")
@@ -85,14 +97,22 @@ impl EventSink for Rows {
     }
 }
 
-fn analyse(path: &Path) -> Result<Rows, String> {
-    let mut reader = CaptureReader::open(path).map_err(|e| e.to_string())?;
-    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+/// Analyses a capture; a read error mid-file keeps what was analysed before it (tshark
+/// does the same for the files it calls damaged).
+fn analyse(path: &Path) -> (Rows, Option<String>) {
     let mut rows = Rows::default();
-    while let Some(frame) = reader.next_frame().map_err(|e| e.to_string())? {
-        analyzer.handle_frame(&frame, &mut rows);
+    let mut reader = match CaptureReader::open(path) {
+        Ok(r) => r,
+        Err(e) => return (rows, Some(e.to_string())),
+    };
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    loop {
+        match reader.next_frame() {
+            Ok(Some(frame)) => analyzer.handle_frame(&frame, &mut rows),
+            Ok(None) => return (rows, None),
+            Err(e) => return (rows, Some(e.to_string())),
+        }
     }
-    Ok(rows)
 }
 
 #[derive(Default, Clone, Copy)]
@@ -117,6 +137,7 @@ struct FileResult {
     missing: u64,
     extra: u64,
     stream_mismatch: u64,
+    stream_excused: u64,
     seq_mismatch: u64,
     len_mismatch: u64,
     flags: BTreeMap<&'static str, Counts>,
@@ -187,12 +208,13 @@ fn agrees_with_tshark_on_public_corpus() {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let (c_id, c_path) = (col("id"), col("local_path"));
+    let (c_id, c_path, c_format) = (col("id"), col("local_path"), col("format"));
 
     let mut total = FileResult::default();
     let mut per_file_fail = Vec::new();
     let mut files = 0;
     let mut read_errors = Vec::new();
+    let mut damaged_agree = 0;
     for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
         let reference = dir.join("reference").join(format!("{}.tcp.csv.gz", f[c_id]));
@@ -201,13 +223,15 @@ fn agrees_with_tshark_on_public_corpus() {
         }
         files += 1;
         let want = read_reference(&reference);
-        let ours = match analyse(&dir.join(f[c_path])) {
-            Ok(o) => o,
-            Err(e) => {
+        let (ours, err) = analyse(&dir.join(f[c_path]));
+        if let Some(e) = err {
+            // Files tshark itself calls damaged must fail for us too, after the same frames.
+            if !f[c_format].contains("unreadable by wiretap") {
                 read_errors.push(format!("{}: {e}", f[c_id]));
-                continue;
+            } else {
+                damaged_agree += 1;
             }
-        };
+        }
         let r = compare(&want, &ours);
         for (name, c) in &r.flags {
             let n = c.tp + c.fn_;
@@ -221,7 +245,8 @@ fn agrees_with_tshark_on_public_corpus() {
                 ));
             }
         }
-        if r.missing + r.stream_mismatch > 0 {
+        let stream_excused = STREAM_SHIFTED_BY_DISSECTORS.iter().any(|(id, _)| *id == f[c_id]);
+        if r.missing > 0 || (r.stream_mismatch > 0 && !stream_excused) {
             per_file_fail.push(format!(
                 "{}: {} frames missing, {} stream mismatches of {}; {}",
                 f[c_id],
@@ -234,7 +259,11 @@ fn agrees_with_tshark_on_public_corpus() {
         total.ref_frames += r.ref_frames;
         total.missing += r.missing;
         total.extra += r.extra;
-        total.stream_mismatch += r.stream_mismatch;
+        if stream_excused {
+            total.stream_excused += r.stream_mismatch;
+        } else {
+            total.stream_mismatch += r.stream_mismatch;
+        }
         total.seq_mismatch += r.seq_mismatch;
         total.len_mismatch += r.len_mismatch;
         total.bif_total += r.bif_total;
@@ -251,14 +280,16 @@ fn agrees_with_tshark_on_public_corpus() {
 
     let mut report = String::new();
     report += &format!(
-        "files {files}, tshark TCP frames {}, missing {}, extra {}, stream mismatches {}, seq/ack mismatches {}, len mismatches {}, unreadable {}\n\n",
+        "files {files}, tshark TCP frames {}, missing {}, extra {}, stream mismatches {} (+{} in files where a Wireshark dissector shifts tcp.stream), seq/ack mismatches {}, len mismatches {}, unreadable {} (plus {} damaged files that tshark also rejects)\n\n",
         total.ref_frames,
         total.missing,
         total.extra,
         total.stream_mismatch,
+        total.stream_excused,
         total.seq_mismatch,
         total.len_mismatch,
-        read_errors.len()
+        read_errors.len(),
+        damaged_agree
     );
     report += "| flag | tshark | tcpdx | both | precision | recall |\n|---|---|---|---|---|---|\n";
     for (name, c) in &total.flags {

@@ -62,7 +62,8 @@ impl Tracer {
         wr(&dir, "trace_clock", "tai")?;
         wr(&dir, "buffer_size_kb", "16384")?;
         let pf = port_filter(ports);
-        wr(&dir, "events/tcp/tcp_probe/filter", &format!("mark == {mark:#x} && ({pf})"))?;
+        let probe_filter = if std::env::var_os("TDX_TRACE_NOMARK").is_some() { pf.clone() } else { format!("mark == {mark:#x} && ({pf})") };
+        wr(&dir, "events/tcp/tcp_probe/filter", &probe_filter)?;
         for e in EVENTS {
             if e != "tcp_probe" {
                 wr(&dir, &format!("events/tcp/{e}/filter"), &pf)?;

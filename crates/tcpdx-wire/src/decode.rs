@@ -50,9 +50,11 @@ use crate::tunnel::erspan::ErspanSlice;
 use crate::tunnel::geneve::GeneveSlice;
 use crate::tunnel::gre::{self, GreSlice};
 use crate::tunnel::gtp::{self, GtpUSlice};
+use crate::tunnel::l2tp::L2tpSlice;
 use crate::tunnel::mpls::MplsSlice;
 use crate::tunnel::port;
 use crate::tunnel::pppoe::{self, PppoeSlice};
+use crate::tunnel::teredo::TeredoSlice;
 use crate::tunnel::vxlan::{self, VxlanSlice};
 use crate::udp::{self, UdpSlice};
 
@@ -260,6 +262,12 @@ enum Step {
     GtpU,
     /// AYIYA header.
     Ayiya,
+    /// Teredo indicators, then IPv6.
+    Teredo,
+    /// VXLAN-GPE header.
+    VxlanGpe,
+    /// L2TPv2 header, then PPP.
+    L2tp,
     /// CAPWAP data header.
     Capwap,
     /// TCP header: the end of the walk.
@@ -318,7 +326,8 @@ impl<'a> Walk<'a> {
         Ok(match link {
             LinkType::ETHERNET => (Step::Ethernet, base),
             LinkType::RAW | LinkType::RAW_BSD | LinkType::RAW_BSD14 => (Step::Ip, base),
-            LinkType::IPV4 => (Step::Ipv4, base),
+            // Wireshark hands LINKTYPE_IPV4 to its version-sniffing IP dissector too.
+            LinkType::IPV4 => (Step::Ip, base),
             LinkType::IPV6 => (Step::Ipv6, base),
             LinkType::PPP | LinkType::PPP_HDLC => (Step::PppHdlc, base),
             LinkType::C_HDLC => {
@@ -339,12 +348,12 @@ impl<'a> Walk<'a> {
                     NullNext::PppHdlc => return Ok((Step::PppHdlc, base)),
                     NullNext::EtherType(etype) => Step::EtherType(etype, Layer::Link),
                     // Wireshark's null.type table: AF_INET goes to its version-sniffing
-                    // IP dissector, the BSD AF_INET6 values to IPv6.
+                    // IP dissector, the BSD AF_INET6 values to IPv6. Linux's AF_INET6 (10)
+                    // is not in it (tshark 4.0 shows such frames as data), so not here.
                     NullNext::Family(null::AF_INET) => Step::Ip,
                     NullNext::Family(
                         null::AF_INET6_BSD | null::AF_INET6_FREEBSD | null::AF_INET6_DARWIN,
                     ) => Step::Ipv6,
-                    NullNext::Family(null::AF_INET6_LINUX) => Step::Ipv6,
                     NullNext::Family(_) => return Err(at(StopKind::NotIp)),
                 };
                 (step, base + null::HEADER_LEN)
@@ -575,6 +584,8 @@ impl<'a> Walk<'a> {
                 if g.message_type() != gtp::MSG_G_PDU {
                     return Err(at(StopKind::NotIp));
                 }
+                // Wireshark: the length field (bytes after the first 8) bounds the payload.
+                self.cap(off + gtp::MIN_HEADER_LEN, usize::from(g.length()));
                 let next = off + g.header_len();
                 // Wireshark's GTP dissector: IPv4 if the first byte is 0x45..=0x4e, IPv6
                 // if the first nibble is 6, anything else is not IP.
@@ -593,6 +604,35 @@ impl<'a> Walk<'a> {
                 }
                 let next = off + a.header_len();
                 (ip_proto_step(a.next_header(), next)?, next)
+            }
+            Step::Teredo => {
+                let at = |k| stop(Layer::Tunnel, off, k);
+                let t = TeredoSlice::from_slice(buf).map_err(at)?;
+                (Step::Ipv6, off + t.header_len())
+            }
+            Step::VxlanGpe => {
+                let at = |k| stop(Layer::Tunnel, off, k);
+                let v = VxlanSlice::from_slice(buf).map_err(at)?;
+                let next = off + vxlan::HEADER_LEN;
+                let step = match v.gpe_next_protocol() {
+                    vxlan::gpe::IPV4 => Step::Ip,
+                    vxlan::gpe::IPV6 => Step::Ipv6,
+                    vxlan::gpe::ETHERNET => Step::Ethernet,
+                    vxlan::gpe::MPLS => Step::Mpls,
+                    _ => return Err(at(StopKind::NotIp)),
+                };
+                (step, next)
+            }
+            Step::L2tp => {
+                let at = |k| stop(Layer::Tunnel, off, k);
+                let l = L2tpSlice::from_slice(buf).map_err(at)?;
+                if l.is_control() {
+                    return Err(at(StopKind::NotIp));
+                }
+                if let Some(len) = l.length() {
+                    self.cap(off, usize::from(len));
+                }
+                (Step::PppHdlc, off + l.header_len())
             }
             Step::Capwap => {
                 let at = |k| stop(Layer::Tunnel, off, k);
@@ -716,32 +756,34 @@ impl<'a> Walk<'a> {
     fn udp(&mut self, off: usize) -> Result<Option<(Step, usize)>, DecodeStop> {
         let at = |k| stop(Layer::Udp, off, k);
         let u = UdpSlice::from_slice(self.bytes(off)).map_err(at)?;
+        let over_ipv6 = matches!(
+            self.view.ip,
+            Some(IpInfo {
+                src: IpAddr::V6(_),
+                ..
+            })
+        );
         match usize::from(u.length()) {
-            0 => {}
+            // Wireshark: a zero length means "the rest" only for IPv6 (jumbograms, TSO).
+            0 if over_ipv6 => {}
             n if n < udp::HEADER_LEN => {
                 return Err(at(StopKind::Malformed("UDP length below 8")));
             }
             n => self.cap(off, n),
         }
-        // Wireshark tries the lower port first, then the higher one.
-        let (lo, hi) = if u.src_port() <= u.dst_port() {
-            (u.src_port(), u.dst_port())
-        } else {
-            (u.dst_port(), u.src_port())
+        let step = match udp::tunnel_port(u.src_port(), u.dst_port(), &TUNNEL_PORTS) {
+            Some(port::VXLAN) => Step::Vxlan,
+            Some(port::GENEVE) => Step::Geneve,
+            Some(port::GTP_U) => Step::GtpU,
+            Some(port::GRE_IN_UDP) => Step::Gre,
+            Some(port::AYIYA) => Step::Ayiya,
+            Some(port::CAPWAP_DATA) => Step::Capwap,
+            Some(port::TEREDO) => Step::Teredo,
+            Some(port::VXLAN_GPE) => Step::VxlanGpe,
+            Some(port::L2TP) => Step::L2tp,
+            _ => return Err(at(StopKind::NotTcp { proto: proto::UDP })),
         };
-        let step = [lo, hi].into_iter().find_map(|p| match p {
-            port::VXLAN => Some(Step::Vxlan),
-            port::GENEVE => Some(Step::Geneve),
-            port::GTP_U => Some(Step::GtpU),
-            port::GRE_IN_UDP => Some(Step::Gre),
-            port::AYIYA => Some(Step::Ayiya),
-            port::CAPWAP_DATA => Some(Step::Capwap),
-            _ => None,
-        });
-        match step {
-            Some(step) => Ok(Some((step, off + udp::HEADER_LEN))),
-            None => Err(at(StopKind::NotTcp { proto: proto::UDP })),
-        }
+        Ok(Some((step, off + udp::HEADER_LEN)))
     }
 
     fn tcp(&mut self, off: usize) -> Result<(), DecodeStop> {
@@ -766,6 +808,19 @@ impl<'a> Walk<'a> {
         Ok(())
     }
 }
+
+/// UDP ports of the tunnels the walk follows.
+const TUNNEL_PORTS: [u16; 9] = [
+    port::VXLAN,
+    port::GENEVE,
+    port::GTP_U,
+    port::GRE_IN_UDP,
+    port::AYIYA,
+    port::CAPWAP_DATA,
+    port::TEREDO,
+    port::VXLAN_GPE,
+    port::L2TP,
+];
 
 /// LLC SAP of IP (DSAP = SSAP = 0x06).
 const LLC_SAP_IP: u8 = 0x06;

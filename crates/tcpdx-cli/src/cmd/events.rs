@@ -8,7 +8,7 @@ use tcpdx_core::{EventSink, SegmentAnalysis};
 use tcpdx_report::{EventsCsv, EventsJsonl};
 
 use crate::flags::{EventsArgs, EventsFormat};
-use crate::run::{analyze, out_err};
+use crate::run::{analyze, open, out_err};
 
 /// Drops unflagged rows when `--flagged` is given.
 struct OnlyFlagged<S>(S, bool);
@@ -23,16 +23,18 @@ impl<S: EventSink> EventSink for OnlyFlagged<S> {
 
 /// Runs `tcpdx events`.
 pub fn run(a: &EventsArgs) -> Result<ExitCode> {
+    // Open first: bad input must not leave a half-written header behind.
+    let reader = open(&a.common)?;
     let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     match a.format {
         EventsFormat::Csv => {
             let mut sink = OnlyFlagged(EventsCsv::new(out)?, a.flagged);
-            analyze(&a.common, &mut sink, |s| s.0.failed())?;
+            analyze(reader, &a.common, &mut sink, |s| s.0.failed())?;
             out_err(sink.0.finish())?;
         }
         EventsFormat::Jsonl => {
             let mut sink = OnlyFlagged(EventsJsonl::new(out), a.flagged);
-            analyze(&a.common, &mut sink, |s| s.0.failed())?;
+            analyze(reader, &a.common, &mut sink, |s| s.0.failed())?;
             out_err(sink.0.finish())?;
         }
     }

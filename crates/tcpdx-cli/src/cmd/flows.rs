@@ -8,7 +8,7 @@ use tcpdx_core::{EventSink, FlowSummary};
 use tcpdx_report::{write_flows_json, write_flows_table};
 
 use crate::flags::FlowsArgs;
-use crate::run::{analyze, out_err};
+use crate::run::{analyze, open, out_err};
 
 /// Collects flow summaries (one per connection: memory grows with connections only).
 #[derive(Default)]
@@ -23,7 +23,7 @@ impl EventSink for Flows {
 /// Runs `tcpdx flows`.
 pub fn run(a: &FlowsArgs) -> Result<ExitCode> {
     let mut flows = Flows::default();
-    let outcome = analyze(&a.common, &mut flows, |_| false)?;
+    let outcome = analyze(open(&a.common)?, &a.common, &mut flows, |_| false)?;
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {
         out_err(write_flows_json(&mut out, &flows.0, outcome.first_ts_ns))?;

@@ -380,6 +380,22 @@ fn ipv6_fragments() {
 }
 
 #[test]
+fn ipv4_authentication_header() {
+    let ah = cat(&[&[6, 4, 0, 0], &[0; 20], &tcp(&[], b"abcd")]);
+    let frame = eth(0x0800, &ipv4(51, &ah));
+    let v = full(LinkType::ETHERNET, &frame);
+    assert_tcp(&v, 4, 14);
+}
+
+#[test]
+fn ipv6_mobility_header_is_not_stepped_over() {
+    let mh = cat(&[&[6, 0, 0, 0, 0, 0, 0, 0], &tcp(&[], &[])]);
+    let frame = eth(0x86dd, &ipv6(135, &mh));
+    let v = full(LinkType::ETHERNET, &frame);
+    assert_stop(&v, Layer::Ip, 54, StopKind::NotTcp { proto: 135 });
+}
+
+#[test]
 fn ipv6_zero_payload_length() {
     let seg = tcp(&[], &[9; 2000]);
     // No jumbo option: a TSO capture, the wire length counts.
@@ -433,6 +449,8 @@ fn raw_ip_link_types() {
         assert_tcp(&full(link, &v6), 10, 0);
     }
     assert_tcp(&full(LinkType::IPV4, &v4), 10, 0);
+    // Like Wireshark, LINKTYPE_IPV4 sniffs the version too.
+    assert_tcp(&full(LinkType::IPV4, &v6), 10, 0);
     assert_tcp(&full(LinkType::IPV6, &v6), 10, 0);
     assert_stop(
         &full(LinkType::IPV6, &v4),
@@ -450,11 +468,19 @@ fn null_and_loop() {
     for hdr in [[2, 0, 0, 0], [0, 0, 0, 2]] {
         assert_tcp(&full(LinkType::NULL, &cat(&[&hdr, &v4])), 10, 4);
     }
-    for family in [24u32, 28, 30, 10] {
+    for family in [24u32, 28, 30] {
         for hdr in [family.to_le_bytes(), family.to_be_bytes()] {
             assert_tcp(&full(LinkType::NULL, &cat(&[&hdr, &v6])), 10, 4);
         }
     }
+    // Linux's AF_INET6 is not a BSD family: tshark 4.0 shows it as data.
+    let linux = cat(&[&10u32.to_le_bytes(), &v6]);
+    assert_stop(
+        &full(LinkType::NULL, &linux),
+        Layer::Link,
+        0,
+        StopKind::NotIp,
+    );
     assert_tcp(&full(LinkType::LOOP, &cat(&[&[0, 0, 0, 2], &v4])), 10, 4);
     assert_stop(
         &full(LinkType::NULL, &cat(&[&[7, 0, 0, 0], &v4])),
@@ -771,12 +797,14 @@ fn udp_tunnels() {
     let f = eth(0x0800, &ipv4(17, &udp(50000, 6081, &gen_ip)));
     assert_tcp(&full(LinkType::ETHERNET, &f), 10, 50);
     // GTP-U with an extension header.
-    let gtp = cat(&[
+    let mut gtp = cat(&[
         &[
             0x34, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 0x01, 0x00, 0x01, 0x00,
         ],
         &ip,
     ]);
+    let gtp_len = (gtp.len() - 8) as u16;
+    gtp[2..4].copy_from_slice(&gtp_len.to_be_bytes());
     let f = eth(0x0800, &ipv4(17, &udp(2152, 2152, &gtp)));
     assert_tcp(&full(LinkType::ETHERNET, &f), 10, 58);
     check_every_truncation(LinkType::ETHERNET, &f);
@@ -809,6 +837,66 @@ fn udp_tunnels() {
     ]);
     let f = eth(0x0800, &ipv4(17, &udp(41000, 5247, &cw)));
     assert_tcp(&full(LinkType::ETHERNET, &f), 10, 82);
+    // Teredo with an origin indication.
+    let teredo = cat(&[&[0, 0, 1, 2, 3, 4, 5, 6], &v6]);
+    let f = eth(0x0800, &ipv4(17, &udp(3544, 50000, &teredo)));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 10, 50);
+    // VXLAN-GPE carrying IPv6 and Ethernet; no next protocol: not followed.
+    let gpe6 = cat(&[&[0x0c, 0, 0, 2, 0, 0, 1, 0], &v6]);
+    let f = eth(0x0800, &ipv4(17, &udp(50000, 4790, &gpe6)));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 10, 50);
+    let gpe_eth = cat(&[&[0x0c, 0, 0, 3, 0, 0, 1, 0], &inner]);
+    let f = eth(0x0800, &ipv4(17, &udp(50000, 4790, &gpe_eth)));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 10, 64);
+    let gpe0 = cat(&[&[0x08, 0, 0, 0, 0, 0, 1, 0], &inner]);
+    let f = eth(0x0800, &ipv4(17, &udp(50000, 4790, &gpe0)));
+    assert_stop(
+        &full(LinkType::ETHERNET, &f),
+        Layer::Tunnel,
+        42,
+        StopKind::NotIp,
+    );
+    // L2TPv2 data with a length field that cuts 6 payload bytes; control messages stop.
+    let ppp = cat(&[&[0xff, 0x03, 0x00, 0x21], &ip]);
+    let mut l2 = cat(&[&[0x40, 0x02, 0, 0, 0, 1, 0, 1], &ppp]);
+    let l2_len = (l2.len() - 6) as u16;
+    l2[2..4].copy_from_slice(&l2_len.to_be_bytes());
+    let f = eth(0x0800, &ipv4(17, &udp(1701, 1701, &l2)));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 4, 54);
+    let ctl = [0xc8, 0x02, 0, 12, 0, 1, 0, 0, 0, 0, 0, 0];
+    let f = eth(0x0800, &ipv4(17, &udp(1701, 1701, &ctl)));
+    assert_stop(
+        &full(LinkType::ETHERNET, &f),
+        Layer::Tunnel,
+        42,
+        StopKind::NotIp,
+    );
+    // Wireshark's port choice: DNS on the lower port wins over VXLAN.
+    let f = eth(0x0800, &ipv4(17, &udp(53, 4789, &vx)));
+    assert_stop(
+        &full(LinkType::ETHERNET, &f),
+        Layer::Udp,
+        34,
+        StopKind::NotTcp { proto: 17 },
+    );
+    // GTP-U: the length field bounds the payload.
+    let mut cut_gtp = cat(&[&[0x30, 0xff, 0, 0, 0, 0, 0, 1], &ip]);
+    let gtp_len = (ip.len() - 3) as u16;
+    cut_gtp[2..4].copy_from_slice(&gtp_len.to_be_bytes());
+    let f = eth(0x0800, &ipv4(17, &udp(2152, 2152, &cut_gtp)));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 7, 50);
+    // UDP length 0: "the rest" over IPv6, malformed over IPv4.
+    let mut zero = udp(50000, 4789, &vx);
+    zero[4..6].copy_from_slice(&[0, 0]);
+    let f = eth(0x86dd, &ipv6(17, &zero));
+    assert_tcp(&full(LinkType::ETHERNET, &f), 10, 84);
+    let f = eth(0x0800, &ipv4(17, &zero));
+    assert_stop(
+        &full(LinkType::ETHERNET, &f),
+        Layer::Udp,
+        34,
+        StopKind::Malformed("UDP length below 8"),
+    );
     // A UDP length shorter than its payload bounds the tunnel.
     let mut short = udp(49152, 4789, &vx);
     short[5] -= 1;

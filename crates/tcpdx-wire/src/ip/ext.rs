@@ -1,5 +1,9 @@
 //! IPv6 extension headers: hop-by-hop (0), routing (43), fragment (44), destination
-//! options (60), AH (51), mobility (135) and Shim6 (140).
+//! options (60), AH (51) and Shim6 (140).
+//!
+//! The mobility header (135) is deliberately not stepped over: Wireshark's mobility
+//! dissector never hands on what follows it (RFC 6275 requires "no next header" there),
+//! so TCP after it is not TCP for tshark either. [`ExtSlice`] still measures it.
 //!
 //! [`ExtSlice::from_slice`] checks one header; the walk over a chain lives in the decoder,
 //! which needs each header's offset for its error reports.
@@ -31,7 +35,6 @@ pub fn is_extension(next_header: u8) -> bool {
             | proto::FRAGMENT
             | proto::DSTOPTS
             | proto::AH
-            | proto::MOBILITY
             | proto::SHIM6
     )
 }
@@ -162,5 +165,6 @@ mod tests {
             ));
         }
         assert!(is_extension(proto::ROUTING) && !is_extension(proto::TCP));
+        assert!(!is_extension(proto::MOBILITY));
     }
 }

@@ -18,7 +18,7 @@ pub const HEADER_LEN: usize = 4;
 
 /// BSD `AF_INET`.
 pub const AF_INET: u32 = 2;
-/// Linux `AF_INET6`.
+/// Linux `AF_INET6`: not followed, as in Wireshark's null dissector (no BSD uses it).
 pub const AF_INET6_LINUX: u32 = 10;
 /// NetBSD/OpenBSD/BSD/OS `AF_INET6`.
 pub const AF_INET6_BSD: u32 = 24;

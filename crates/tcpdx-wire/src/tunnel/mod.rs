@@ -1,5 +1,5 @@
 //! Tunnel and shim headers that can carry TCP: GRE (and ERSPAN), VXLAN, Geneve, GTP-U,
-//! GRE-in-UDP, AYIYA, CAPWAP, MPLS and PPPoE.
+//! VXLAN-GPE, GRE-in-UDP, Teredo, L2TPv2, AYIYA, CAPWAP, MPLS and PPPoE.
 //!
 //! Each module is a zero-copy view with a `from_slice` that checks the full header length,
 //! including optional fields announced by flags.
@@ -10,8 +10,10 @@ pub mod erspan;
 pub mod geneve;
 pub mod gre;
 pub mod gtp;
+pub mod l2tp;
 pub mod mpls;
 pub mod pppoe;
+pub mod teredo;
 pub mod vxlan;
 
 /// UDP ports on which tunnels are recognised (IANA).
@@ -28,4 +30,10 @@ pub mod port {
     pub const AYIYA: u16 = 5072;
     /// CAPWAP data channel (RFC 5415).
     pub const CAPWAP_DATA: u16 = 5247;
+    /// Teredo (RFC 4380).
+    pub const TEREDO: u16 = 3544;
+    /// VXLAN-GPE.
+    pub const VXLAN_GPE: u16 = 4790;
+    /// L2TP (RFC 2661).
+    pub const L2TP: u16 = 1701;
 }
