@@ -14,10 +14,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe (`tcpdx events f | head`) is not an error (ripgrep does the same).
-            if err
-                .chain()
-                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
-            {
+            if err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("tcpdx: {err:#}");

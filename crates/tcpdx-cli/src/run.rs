@@ -31,7 +31,12 @@ pub struct Filter<'a, S> {
 impl<'a, S: EventSink> Filter<'a, S> {
     /// Wraps `inner` with the filters of `common`.
     pub fn new(inner: &'a mut S, common: &'a Common) -> Self {
-        Self { inner, streams: &common.streams, ports: &common.ports, warnings: Vec::new() }
+        Self {
+            inner,
+            streams: &common.streams,
+            ports: &common.ports,
+            warnings: Vec::new(),
+        }
     }
     fn keep(&self, stream: u32, p1: u16, p2: u16) -> bool {
         (self.streams.is_empty() || self.streams.contains(&stream))
@@ -83,7 +88,7 @@ pub fn analyze<S: EventSink>(
         first_ts_ns.get_or_insert(frame.ts.0);
         analyzer.handle_frame(&frame, &mut filter);
         n += 1;
-        if n % 4096 == 0 {
+        if n.is_multiple_of(4096) {
             if let Some(p) = &progress {
                 p.set_position(reader.input_bytes_read());
             }
@@ -100,7 +105,9 @@ pub fn analyze<S: EventSink>(
         eprintln!("tcpdx: warning: {w}");
     }
     report_warnings(&filter.warnings, analyzer.stats());
-    Ok(Outcome { first_ts_ns: first_ts_ns.unwrap_or(0) })
+    Ok(Outcome {
+        first_ts_ns: first_ts_ns.unwrap_or(0),
+    })
 }
 
 fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats) {
@@ -119,7 +126,10 @@ fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats) {
         );
     }
     if stats.fragments > 0 {
-        eprintln!("tcpdx: note: {} IP fragments were not analysed (not reassembled)", stats.fragments);
+        eprintln!(
+            "tcpdx: note: {} IP fragments were not analysed (not reassembled)",
+            stats.fragments
+        );
     }
 }
 
@@ -135,8 +145,10 @@ fn progress_bar(common: &Common, reader: &CaptureReader) -> Option<ProgressBar> 
     }
     let p = ProgressBar::new(len);
     p.set_style(
-        ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}")
-            .ok()?,
+        ProgressStyle::with_template(
+            "{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}",
+        )
+        .ok()?,
     );
     Some(p)
 }

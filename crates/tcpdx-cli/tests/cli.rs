@@ -13,7 +13,10 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tcpdx")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn pcap_bytes() -> Vec<u8> {
@@ -31,9 +34,20 @@ fn pcap_bytes() -> Vec<u8> {
 fn assert_bad_input(path: &Path, what: &str) {
     let out = run(&["events", path.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{what}: exit code; stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "{what}: one line expected, got: {err}");
-    assert!(err.contains(path.to_str().unwrap()), "{what}: names the file: {err}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{what}: exit code; stderr: {err}"
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{what}: one line expected, got: {err}"
+    );
+    assert!(
+        err.contains(path.to_str().unwrap()),
+        "{what}: names the file: {err}"
+    );
     assert!(err.contains("byte"), "{what}: names the offset: {err}");
     assert!(!err.contains("panicked"), "{what}: {err}");
     assert!(out.stdout.is_empty(), "{what}: nothing on stdout");
@@ -110,7 +124,10 @@ fn cut_off_record_is_analysed_up_to_the_cut_with_a_warning() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     let rows = String::from_utf8_lossy(&out.stdout).lines().count() - 1;
     assert_eq!(rows, 6, "the 6 complete frames are analysed");
-    assert!(err.contains("warning") && err.contains("byte"), "warning names the offset: {err}");
+    assert!(
+        err.contains("warning") && err.contains("byte"),
+        "warning names the offset: {err}"
+    );
 }
 
 #[test]
@@ -132,14 +149,25 @@ fn stdin_gzip_and_zstd_give_the_same_events() {
     assert_eq!(from_stdin.stdout, plain.stdout, "stdin");
 
     let gz = tmp("plain.pcap.gz");
-    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
     e.write_all(&raw).unwrap();
     e.finish().unwrap();
-    assert_eq!(run(&["events", gz.to_str().unwrap()]).stdout, plain.stdout, "gzip");
+    assert_eq!(
+        run(&["events", gz.to_str().unwrap()]).stdout,
+        plain.stdout,
+        "gzip"
+    );
 
     let zs = tmp("plain.pcap.zst");
     std::fs::write(&zs, zstd::encode_all(&raw[..], 3).unwrap()).unwrap();
-    assert_eq!(run(&["events", zs.to_str().unwrap()]).stdout, plain.stdout, "zstd");
+    assert_eq!(
+        run(&["events", zs.to_str().unwrap()]).stdout,
+        plain.stdout,
+        "zstd"
+    );
 }
 
 #[test]
@@ -169,7 +197,12 @@ fn closed_pipe_is_not_an_error() {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tcpdx_testkit::{Dir, S2C_DATA, SegSpec, Script, ScriptConfig};
+use tcpdx_testkit::{Dir, S2C_DATA, Script, ScriptConfig, SegSpec};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
@@ -19,7 +19,11 @@ fn fast_retransmission() -> Script {
     t.handshake();
     t.at_ms(20).server_burst(1, 6, 1448);
     t.at_ms(30).client_acks(1).sack(&[(1449, 8689)]).times(4);
-    t.after_ms(0.1).server(SegSpec { seq: 1, len: 1448, ..S2C_DATA });
+    t.after_ms(0.1).server(SegSpec {
+        seq: 1,
+        len: 1448,
+        ..S2C_DATA
+    });
     t.at_ms(41).client_acks(8689);
     t.at_ms(42).server_burst(8689, 4, 1448);
     t.at_ms(52).client_acks(14481);
@@ -29,7 +33,12 @@ fn fast_retransmission() -> Script {
 
 /// A receiver that stops reading: zero window, probes, then a window update.
 fn zero_window() -> Script {
-    let cfg = ScriptConfig { client_window: 4000, client_wscale: None, server_wscale: None, ..ScriptConfig::DEFAULT };
+    let cfg = ScriptConfig {
+        client_window: 4000,
+        client_wscale: None,
+        server_wscale: None,
+        ..ScriptConfig::DEFAULT
+    };
     let mut t = Script::with(cfg);
     t.handshake();
     t.at_ms(20).server_burst(1, 4, 1000);
@@ -45,12 +54,22 @@ fn zero_window() -> Script {
 }
 
 fn fixtures() -> Vec<(&'static str, Script)> {
-    vec![("fast-retransmission", fast_retransmission()), ("zero-window", zero_window())]
+    vec![
+        ("fast-retransmission", fast_retransmission()),
+        ("zero-window", zero_window()),
+    ]
 }
 
 fn tcpdx(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_tcpdx")).args(args).output().unwrap();
-    assert!(out.status.success(), "tcpdx {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tcpdx {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -59,7 +78,8 @@ fn check_or_update(path: &Path, got: &[u8]) {
         std::fs::write(path, got).unwrap();
         return;
     }
-    let want = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
+    let want = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
     if want != got {
         panic!(
             "{} differs\n--- expected\n{}\n--- got\n{}",
@@ -85,7 +105,10 @@ fn events_csv_matches_golden() {
     for (name, _) in fixtures() {
         let cap = data_dir().join(format!("{name}.pcapng"));
         let out = tcpdx(&["events", cap.to_str().unwrap()]);
-        check_or_update(&data_dir().join(format!("{name}.events.csv")), out.as_bytes());
+        check_or_update(
+            &data_dir().join(format!("{name}.events.csv")),
+            out.as_bytes(),
+        );
     }
 }
 
@@ -94,6 +117,9 @@ fn flows_json_matches_golden() {
     for (name, _) in fixtures() {
         let cap = data_dir().join(format!("{name}.pcapng"));
         let out = tcpdx(&["flows", "--json", cap.to_str().unwrap()]);
-        check_or_update(&data_dir().join(format!("{name}.flows.json")), out.as_bytes());
+        check_or_update(
+            &data_dir().join(format!("{name}.flows.json")),
+            out.as_bytes(),
+        );
     }
 }

@@ -27,10 +27,22 @@ const DELIBERATE: &[&str] = &[];
 /// stream index (SOCKS) or split a connection in two (VNC). tcpdx numbers TCP connections
 /// only. Frame numbers, flags and everything else are still compared for these files.
 const STREAM_SHIFTED_BY_DISSECTORS: &[(&str, &str)] = &[
-    ("NDPI-0418", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
-    ("NDPI-0488", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
-    ("NDPI-0489", "SOCKS (port 1080) creates a conversation: stream 2 never appears"),
-    ("NDPI-0518", "VNC creates a conversation at frame 5: one connection becomes streams 0 and 1"),
+    (
+        "NDPI-0418",
+        "SOCKS (port 1080) creates a conversation: stream 2 never appears",
+    ),
+    (
+        "NDPI-0488",
+        "SOCKS (port 1080) creates a conversation: stream 2 never appears",
+    ),
+    (
+        "NDPI-0489",
+        "SOCKS (port 1080) creates a conversation: stream 2 never appears",
+    ),
+    (
+        "NDPI-0518",
+        "VNC creates a conversation at frame 5: one connection becomes streams 0 and 1",
+    ),
 ];
 
 fn corpus_dir() -> PathBuf {
@@ -70,7 +82,8 @@ fn read_reference(path: &Path) -> BTreeMap<u64, RefRow> {
         }
         let mut flags = 0u16;
         for name in f[7].split('|').filter(|s| !s.is_empty()) {
-            flags |= AnalysisFlags::from_name(name).unwrap_or_else(|| panic!("unknown flag {name}"));
+            flags |=
+                AnalysisFlags::from_name(name).unwrap_or_else(|| panic!("unknown flag {name}"));
         }
         rows.insert(
             f[0].parse().unwrap(),
@@ -124,10 +137,18 @@ struct Counts {
 
 impl Counts {
     fn precision(&self) -> f64 {
-        if self.tp + self.fp == 0 { 1.0 } else { self.tp as f64 / (self.tp + self.fp) as f64 }
+        if self.tp + self.fp == 0 {
+            1.0
+        } else {
+            self.tp as f64 / (self.tp + self.fp) as f64
+        }
     }
     fn recall(&self) -> f64 {
-        if self.tp + self.fn_ == 0 { 1.0 } else { self.tp as f64 / (self.tp + self.fn_) as f64 }
+        if self.tp + self.fn_ == 0 {
+            1.0
+        } else {
+            self.tp as f64 / (self.tp + self.fn_) as f64
+        }
     }
 }
 
@@ -149,19 +170,26 @@ struct FileResult {
 }
 
 fn compare(reference: &BTreeMap<u64, RefRow>, ours: &Rows) -> FileResult {
-    let mut r = FileResult { ref_frames: reference.len() as u64, ..Default::default() };
+    let mut r = FileResult {
+        ref_frames: reference.len() as u64,
+        ..Default::default()
+    };
     for (&frame, want) in reference {
         let Some(got) = ours.0.get(&frame) else {
             r.missing += 1;
             if r.examples.len() < 5 {
-                r.examples.push(format!("frame {frame}: tshark has TCP, tcpdx has none"));
+                r.examples
+                    .push(format!("frame {frame}: tshark has TCP, tcpdx has none"));
             }
             continue;
         };
         if got.stream.0 != want.stream {
             r.stream_mismatch += 1;
             if r.examples.len() < 5 {
-                r.examples.push(format!("frame {frame}: stream {} vs tshark {}", got.stream, want.stream));
+                r.examples.push(format!(
+                    "frame {frame}: stream {} vs tshark {}",
+                    got.stream, want.stream
+                ));
             }
         }
         if got.seq as u32 as u64 != want.seq || got.ack as u32 as u64 != want.ack {
@@ -180,7 +208,8 @@ fn compare(reference: &BTreeMap<u64, RefRow>, ours: &Rows) -> FileResult {
                 _ => {}
             }
             if w != g && r.examples.len() < 5 {
-                r.examples.push(format!("frame {frame}: {name} tshark={w} tcpdx={g}"));
+                r.examples
+                    .push(format!("frame {frame}: {name} tshark={w} tcpdx={g}"));
             }
         }
         if let Some(b) = want.bif {
@@ -217,7 +246,9 @@ fn agrees_with_tshark_on_public_corpus() {
     let mut damaged_agree = 0;
     for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
-        let reference = dir.join("reference").join(format!("{}.tcp.csv.gz", f[c_id]));
+        let reference = dir
+            .join("reference")
+            .join(format!("{}.tcp.csv.gz", f[c_id]));
         if !reference.exists() {
             continue;
         }
@@ -235,7 +266,8 @@ fn agrees_with_tshark_on_public_corpus() {
         let r = compare(&want, &ours);
         for (name, c) in &r.flags {
             let n = c.tp + c.fn_;
-            if n >= 10 && !DELIBERATE.contains(name) && (c.precision() < 0.99 || c.recall() < 0.99) {
+            if n >= 10 && !DELIBERATE.contains(name) && (c.precision() < 0.99 || c.recall() < 0.99)
+            {
                 per_file_fail.push(format!(
                     "{} {name}: tshark {n}, precision {:.3} recall {:.3}; {}",
                     f[c_id],
@@ -245,7 +277,9 @@ fn agrees_with_tshark_on_public_corpus() {
                 ));
             }
         }
-        let stream_excused = STREAM_SHIFTED_BY_DISSECTORS.iter().any(|(id, _)| *id == f[c_id]);
+        let stream_excused = STREAM_SHIFTED_BY_DISSECTORS
+            .iter()
+            .any(|(id, _)| *id == f[c_id]);
         if r.missing > 0 || (r.stream_mismatch > 0 && !stream_excused) {
             per_file_fail.push(format!(
                 "{}: {} frames missing, {} stream mismatches of {}; {}",
@@ -319,8 +353,15 @@ fn agrees_with_tshark_on_public_corpus() {
     for l in per_file_fail.iter().take(40) {
         println!("FAIL {l}");
     }
-    assert!(read_errors.is_empty(), "unreadable captures: {read_errors:?}");
-    assert!(per_file_fail.is_empty(), "{} per-file failures (see above)", per_file_fail.len());
+    assert!(
+        read_errors.is_empty(),
+        "unreadable captures: {read_errors:?}"
+    );
+    assert!(
+        per_file_fail.is_empty(),
+        "{} per-file failures (see above)",
+        per_file_fail.len()
+    );
     assert!(bif >= 0.99, "bytes_in_flight agreement {bif:.4} < 0.99");
     assert!(dup >= 0.99, "dup_ack_num agreement {dup:.4} < 0.99");
 }

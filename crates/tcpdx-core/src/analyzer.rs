@@ -74,7 +74,10 @@ impl Analyzer {
         match Segment::from_view(frame.no, frame.ts, &view) {
             Some(seg) => self.handle_segment(&seg, sink),
             None => {
-                if view.stop.is_some_and(|s| !matches!(s.kind, tcpdx_wire::StopKind::NotIp)) {
+                if view
+                    .stop
+                    .is_some_and(|s| !matches!(s.kind, tcpdx_wire::StopKind::NotIp))
+                {
                     self.stats.undecodable += 1;
                 }
                 self.maybe_sweep(frame.ts);
@@ -118,7 +121,10 @@ impl Analyzer {
             self.stats.capped_segments += 1;
             if !conn.cap_warned {
                 conn.cap_warned = true;
-                sink.warning(&Warning::StateCapReached { stream: conn.stream, what: "unacked segments" });
+                sink.warning(&Warning::StateCapReached {
+                    stream: conn.stream,
+                    what: "unacked segments",
+                });
             }
         }
         conn.expired = false;
@@ -142,7 +148,11 @@ impl Analyzer {
         self.since_sweep = 0;
         for c in self.conns.iter_mut().filter(|c| !c.expired) {
             let idle = now.since(c.last_ts);
-            let limit = if c.is_closed() { self.cfg.expire_closed_ns } else { self.cfg.expire_idle_ns };
+            let limit = if c.is_closed() {
+                self.cfg.expire_closed_ns
+            } else {
+                self.cfg.expire_idle_ns
+            };
             if idle > limit {
                 c.expire();
                 self.stats.expired += 1;

@@ -84,7 +84,10 @@ impl AnalysisFlags {
     }
     /// Parses one Wireshark flag name.
     pub fn from_name(name: &str) -> Option<u16> {
-        Self::NAMES.iter().find(|(_, n)| *n == name).map(|(b, _)| *b)
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(b, _)| *b)
     }
 }
 

@@ -41,8 +41,14 @@ impl Segment {
         Some(Segment {
             frame,
             ts,
-            src: Endpoint { addr: ip.src, port: tcp.src_port },
-            dst: Endpoint { addr: ip.dst, port: tcp.dst_port },
+            src: Endpoint {
+                addr: ip.src,
+                port: tcp.src_port,
+            },
+            dst: Endpoint {
+                addr: ip.dst,
+                port: tcp.dst_port,
+            },
             seq: tcp.seq,
             ack: tcp.ack,
             flags: tcp.flags,

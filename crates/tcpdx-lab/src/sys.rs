@@ -119,3 +119,11 @@ pub fn cpu_seconds() -> f64 {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// Bytes in a TCP socket's send queue not yet acknowledged by the peer (SIOCOUTQ).
+pub fn tcp_outq(fd: &impl AsRawFd) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ writes one int.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut v as *mut libc::c_int) };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(v) }
+}

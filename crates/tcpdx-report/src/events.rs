@@ -72,10 +72,10 @@ fn write_csv_row<W: Write>(out: &mut W, a: &SegmentAnalysis) -> io::Result<()> {
 
 impl<W: Write> EventSink for EventsCsv<W> {
     fn segment(&mut self, a: &SegmentAnalysis) {
-        if self.err.is_none() {
-            if let Err(e) = write_csv_row(&mut self.out, a) {
-                self.err = Some(e);
-            }
+        if self.err.is_none()
+            && let Err(e) = write_csv_row(&mut self.out, a)
+        {
+            self.err = Some(e);
         }
     }
 }

@@ -92,7 +92,11 @@ fn json_dir(d: &DirSummary, dir: &'static str) -> JsonDir {
 }
 
 /// Writes the flows as the versioned JSON document. `capture_start_ns` is the first frame's time.
-pub fn write_flows_json<W: Write>(out: &mut W, flows: &[FlowSummary], capture_start_ns: i64) -> io::Result<()> {
+pub fn write_flows_json<W: Write>(
+    out: &mut W,
+    flows: &[FlowSummary],
+    capture_start_ns: i64,
+) -> io::Result<()> {
     let doc = JsonFlows {
         version: 1,
         flows: flows
@@ -114,7 +118,7 @@ pub fn write_flows_json<W: Write>(out: &mut W, flows: &[FlowSummary], capture_st
 pub fn write_flows_table<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
     writeln!(
         out,
-        "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  {}",
+        "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  zero win",
         "stream",
         "direction",
         "packets",
@@ -128,7 +132,6 @@ pub fn write_flows_table<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Re
         "ws",
         "sack",
         "max win",
-        "zero win"
     )?;
     for f in flows {
         for d in &f.dirs {
@@ -138,7 +141,15 @@ pub fn write_flows_table<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Re
             let dir = format!("{} -> {}", endpoint(d, true), endpoint(d, false));
             let rtt = d.rtt.map_or_else(
                 || "-".to_string(),
-                |r| format!("{}/{}/{}/{}", ms(r.min_ns), ms(r.median_ns), ms(r.p95_ns), ms(r.max_ns)),
+                |r| {
+                    format!(
+                        "{}/{}/{}/{}",
+                        ms(r.min_ns),
+                        ms(r.median_ns),
+                        ms(r.p95_ns),
+                        ms(r.max_ns)
+                    )
+                },
             );
             let zw = if d.zero_window_count > 0 {
                 format!("{} ({:.3} s)", d.zero_window_count, d.zero_window_s)

@@ -54,7 +54,10 @@ pub fn analyze(
     initial_flags: F,
     cfg: &AnalyzerConfig,
 ) -> Verdict {
-    let mut v = Verdict { flags: initial_flags, ..Verdict::default() };
+    let mut v = Verdict {
+        flags: initial_flags,
+        ..Verdict::default()
+    };
     let flags = seg.flags;
     set_bases(fwd, rev, seg);
     if flags.ack() {
@@ -95,7 +98,10 @@ pub fn analyze(
         }
     }
     fwd.sack_delivered = (seg.options.sack_count > 0).then(|| {
-        seg.options.sack_blocks().iter().fold(0u32, |acc, (l, r)| acc.wrapping_add(r.0.wrapping_sub(l.0)))
+        seg.options
+            .sack_blocks()
+            .iter()
+            .fold(0u32, |acc, (l, r)| acc.wrapping_add(r.0.wrapping_sub(l.0)))
     });
     v
 }
@@ -148,7 +154,10 @@ fn sender_checks(fwd: &mut HalfFlow, rev: &HalfFlow, seg: &Segment, v: &mut Verd
         v.flags.set(F::WINDOW_UPDATE);
     }
     if len > 0 && rev.win_scale != WindowScale::Unknown && plain {
-        let edge = rev.last_ack.0.wrapping_add(rev.window << rev.win_scale.shift());
+        let edge = rev
+            .last_ack
+            .0
+            .wrapping_add(rev.window << rev.win_scale.shift());
         if seg.seq.0.wrapping_add(len) == edge {
             v.flags.set(F::WINDOW_FULL);
         }
@@ -164,7 +173,11 @@ fn sender_checks(fwd: &mut HalfFlow, rev: &HalfFlow, seg: &Segment, v: &mut Verd
     }
     if repeats && window != 0 {
         // -1 marks a repeated ACK of unseen data: the first duplicate counts as #1.
-        fwd.dup_ack_num = if fwd.dup_ack_num == DUP_ACK_MARK { 1 } else { fwd.dup_ack_num + 1 };
+        fwd.dup_ack_num = if fwd.dup_ack_num == DUP_ACK_MARK {
+            1
+        } else {
+            fwd.dup_ack_num + 1
+        };
         v.flags.set(F::DUPLICATE_ACK);
         v.dup_ack_num = Some(fwd.dup_ack_num);
     }
@@ -178,7 +191,10 @@ fn sender_checks(fwd: &mut HalfFlow, rev: &HalfFlow, seg: &Segment, v: &mut Verd
 /// gets the -1 marker and repeats are not flagged until the peer's own ACK moves.
 /// (Matches tshark 4.0 on the public corpus; Wireshark's later code differs.)
 fn ack_of_unseen(rev: &mut HalfFlow, seg: &Segment, v: &mut Verdict) {
-    if rev.max_seq_to_be_acked.0 == 0 || !seg.ack.is_after(rev.max_seq_to_be_acked) || !seg.flags.ack() {
+    if rev.max_seq_to_be_acked.0 == 0
+        || !seg.ack.is_after(rev.max_seq_to_be_acked)
+        || !seg.flags.ack()
+    {
         return;
     }
     if rev.next_seq.is_after(rev.max_seq_to_be_acked) {
@@ -193,7 +209,13 @@ fn ack_of_unseen(rev: &mut HalfFlow, seg: &Segment, v: &mut Verdict) {
 }
 
 /// Retransmission, fast retransmission, out-of-order or spurious retransmission.
-fn classify_resend(fwd: &HalfFlow, rev: &HalfFlow, first_rtt_ns: i64, seg: &Segment, v: &mut Verdict) {
+fn classify_resend(
+    fwd: &HalfFlow,
+    rev: &HalfFlow,
+    first_rtt_ns: i64,
+    seg: &Segment,
+    v: &mut Verdict,
+) {
     if v.flags.has(F::KEEP_ALIVE) {
         return;
     }
@@ -217,7 +239,11 @@ fn classify_resend(fwd: &HalfFlow, rev: &HalfFlow, first_rtt_ns: i64, seg: &Segm
         v.flags.set(F::FAST_RETRANSMISSION | F::RETRANSMISSION);
         return;
     }
-    let ooo_window = if first_rtt_ns == 0 { OOO_WINDOW_NO_RTT_NS as u64 } else { first_rtt_ns as u64 };
+    let ooo_window = if first_rtt_ns == 0 {
+        OOO_WINDOW_NO_RTT_NS as u64
+    } else {
+        first_rtt_ns as u64
+    };
     if not_advanced
         && gap_below(seg.ts, fwd.next_seq_time, ooo_window)
         && fwd.next_seq != seg.seq.add(seg.seq_space())
@@ -240,11 +266,19 @@ fn record_sent(fwd: &mut HalfFlow, seg: &Segment, v: &mut Verdict, cfg: &Analyze
             if flags.syn() || flags.fin() {
                 next = next.add(1);
             }
-            let resent = v.flags.any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
+            let resent = v
+                .flags
+                .any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
             if resent {
                 fwd.unacked.mark_retransmitted(seg.seq, next);
             }
-            fwd.unacked.push(Unacked { seq: seg.seq, end: next, frame: seg.frame, ts: seg.ts, ambiguous: resent });
+            fwd.unacked.push(Unacked {
+                seq: seg.seq,
+                end: next,
+                frame: seg.frame,
+                ts: seg.ts,
+                ambiguous: resent,
+            });
         } else {
             v.unacked_cap_hit = true;
         }

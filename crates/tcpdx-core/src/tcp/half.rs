@@ -134,6 +134,9 @@ mod tests {
         }
         assert_eq!(hint, 5_000_000_001);
         // A retransmission slightly behind the front stays in the same epoch.
-        assert_eq!(unwrap_rel(raw.add(0u32.wrapping_sub(2000)), base, hint), 4_999_998_001);
+        assert_eq!(
+            unwrap_rel(raw.add(0u32.wrapping_sub(2000)), base, hint),
+            4_999_998_001
+        );
     }
 }

@@ -76,7 +76,11 @@ impl Connection {
 
     /// Direction of a segment sent by `src`.
     pub fn dir_of(&self, src: &Endpoint) -> Dir {
-        if *src == self.client { Dir::ClientToServer } else { Dir::ServerToClient }
+        if *src == self.client {
+            Dir::ClientToServer
+        } else {
+            Dir::ServerToClient
+        }
     }
 
     /// The endpoint sending in `dir`.
@@ -84,7 +88,11 @@ impl Connection {
         match dir {
             Dir::ClientToServer => self.client,
             Dir::ServerToClient => {
-                if self.key.lo == self.client { self.key.hi } else { self.key.lo }
+                if self.key.lo == self.client {
+                    self.key.hi
+                } else {
+                    self.key.lo
+                }
             }
         }
     }
@@ -114,10 +122,11 @@ impl Connection {
             self.ts_mru_syn = Some(seg.ts);
         }
         // Wireshark: the first pure ACK after a SYN gives the handshake RTT.
-        if flags.0 & (TcpFlags::SYN | TcpFlags::ACK) == TcpFlags::ACK && self.first_rtt_ns == 0 {
-            if let Some(syn) = self.ts_mru_syn {
-                self.first_rtt_ns = seg.ts.since(syn);
-            }
+        if flags.0 & (TcpFlags::SYN | TcpFlags::ACK) == TcpFlags::ACK
+            && self.first_rtt_ns == 0
+            && let Some(syn) = self.ts_mru_syn
+        {
+            self.first_rtt_ns = seg.ts.since(syn);
         }
 
         let (fwd, rev) = split(&mut self.halves, dir);
@@ -182,7 +191,9 @@ impl Connection {
         ack_rtt_ns: Option<i64>,
         cfg: &AnalyzerConfig,
     ) {
-        let resent = v.flags.any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
+        let resent = v
+            .flags
+            .any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
         let s = &mut self.stats[dir.idx()];
         s.packets += 1;
         s.bytes += u64::from(seg.len);
@@ -216,16 +227,18 @@ impl Connection {
         if v.flags.has(F::ZERO_WINDOW) {
             s.zero_window_count += 1;
             s.zero_window_since.get_or_insert(seg.ts);
-        } else if plain && seg.window != 0 {
-            if let Some(since) = s.zero_window_since.take() {
-                s.zero_window_ns += seg.ts.since(since);
-            }
+        } else if plain
+            && seg.window != 0
+            && let Some(since) = s.zero_window_since.take()
+        {
+            s.zero_window_ns += seg.ts.since(since);
         }
         // The ACK measures the RTT of the peer's data (Karn: never from a re-sent segment).
-        if let (Some(rtt), Some(m)) = (ack_rtt_ns, v.acked) {
-            if !m.ambiguous && rtt > 0 {
-                self.stats[dir.rev().idx()].rtt.add(rtt, cfg.rtt_reservoir);
-            }
+        if let (Some(rtt), Some(m)) = (ack_rtt_ns, v.acked)
+            && !m.ambiguous
+            && rtt > 0
+        {
+            self.stats[dir.rev().idx()].rtt.add(rtt, cfg.rtt_reservoir);
         }
     }
 
@@ -258,7 +271,10 @@ impl Connection {
             last_ts: self.last_ts,
             duration_s: conn_s,
             saw_syn: self.halves[0].saw_syn,
-            dirs: [stats[0].summarize(c, sv, conn_s), stats[1].summarize(sv, c, conn_s)],
+            dirs: [
+                stats[0].summarize(c, sv, conn_s),
+                stats[1].summarize(sv, c, conn_s),
+            ],
         }
     }
 }

@@ -44,7 +44,13 @@ impl RttSamples {
         let mut s = self.samples.clone();
         s.sort_unstable();
         let q = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
-        Some(RttSummary { count: self.count, min_ns: min, median_ns: q(0.5), p95_ns: q(0.95), max_ns: max })
+        Some(RttSummary {
+            count: self.count,
+            min_ns: min,
+            median_ns: q(0.5),
+            p95_ns: q(0.95),
+            max_ns: max,
+        })
     }
     /// Frees the reservoir, keeping the summary (for expired connections).
     pub fn freeze(&mut self) -> Option<RttSummary> {
@@ -178,7 +184,11 @@ impl DirStats {
             unique_bytes: self.unique_bytes,
             retrans_bytes: self.retrans_bytes,
             retrans_packets: self.retrans_packets,
-            goodput_bps: if conn_s > 0.0 { self.unique_bytes as f64 * 8.0 / conn_s } else { 0.0 },
+            goodput_bps: if conn_s > 0.0 {
+                self.unique_bytes as f64 * 8.0 / conn_s
+            } else {
+                0.0
+            },
             duration_s,
             rtt: self.rtt.summary(),
             mss: self.mss,

@@ -48,7 +48,10 @@ pub struct UnackedList {
 impl UnackedList {
     /// An empty list.
     pub fn new() -> Self {
-        Self { segs: VecDeque::new(), in_order: true }
+        Self {
+            segs: VecDeque::new(),
+            in_order: true,
+        }
     }
     /// Number of entries.
     pub fn len(&self) -> usize {
@@ -96,7 +99,11 @@ impl UnackedList {
         let mut found = None;
         while let Some(front) = self.segs.front_mut() {
             if front.end == ack {
-                found = Some(AckedMatch { frame: front.frame, sent: front.ts, ambiguous: front.ambiguous });
+                found = Some(AckedMatch {
+                    frame: front.frame,
+                    sent: front.ts,
+                    ambiguous: front.ambiguous,
+                });
                 self.segs.pop_front();
             } else if ack.is_after(front.seq) && !ack.is_after(front.end) {
                 front.seq = ack;
@@ -117,7 +124,11 @@ impl UnackedList {
         self.segs.retain_mut(|s| {
             if s.end == ack {
                 if found.is_none() {
-                    found = Some(AckedMatch { frame: s.frame, sent: s.ts, ambiguous: s.ambiguous });
+                    found = Some(AckedMatch {
+                        frame: s.frame,
+                        sent: s.ts,
+                        ambiguous: s.ambiguous,
+                    });
                 }
                 false
             } else if ack.is_after(s.seq) && !ack.is_after(s.end) {
@@ -164,7 +175,13 @@ mod tests {
     use super::*;
 
     fn seg(seq: u32, end: u32, frame: u64) -> Unacked {
-        Unacked { seq: SeqNum(seq), end: SeqNum(end), frame: FrameNo(frame), ts: Timestamp(frame as i64), ambiguous: false }
+        Unacked {
+            seq: SeqNum(seq),
+            end: SeqNum(end),
+            frame: FrameNo(frame),
+            ts: Timestamp(frame as i64),
+            ambiguous: false,
+        }
     }
 
     #[test]

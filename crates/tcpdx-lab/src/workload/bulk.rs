@@ -102,6 +102,13 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
         s.write_all(&buf[..want])?;
         sent += want as u64;
     }
+    // Wait until everything is acknowledged before sending the FIN: once the socket is in
+    // FIN_WAIT1 the kernel no longer fires tcp_probe for incoming ACKs (they take the
+    // tcp_rcv_state_process path), which would blind the ground truth for the tail.
+    let t_drain = Instant::now();
+    while crate::sys::tcp_outq(&s)? > 0 && t_drain.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
     s.shutdown(std::net::Shutdown::Write)?;
     let mut sink = [0u8; 65536];
     while s.read(&mut sink)? > 0 {}

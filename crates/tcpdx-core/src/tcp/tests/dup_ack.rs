@@ -14,7 +14,14 @@ fn dup_acks_are_numbered_and_reset_when_ack_moves() {
     t.client_acks(3001); // 10
     t.client_acks(3001); // 11 dup #1 again
     let rows = analyze(&t);
-    assert_flags(&rows, &[(8, "duplicate_ack"), (9, "duplicate_ack"), (11, "duplicate_ack")]);
+    assert_flags(
+        &rows,
+        &[
+            (8, "duplicate_ack"),
+            (9, "duplicate_ack"),
+            (11, "duplicate_ack"),
+        ],
+    );
     assert_eq!(rows[7].dup_ack_num, Some(1));
     assert_eq!(rows[8].dup_ack_num, Some(2));
     assert_eq!(rows[10].dup_ack_num, Some(1));

@@ -36,13 +36,19 @@ fn relative_numbers_start_at_one_without_the_handshake() {
 fn different_tuples_get_their_own_streams_in_order_of_appearance() {
     let mut t = Script::new();
     t.handshake();
-    let other = t.add_connection(ScriptConfig { client_port: 40001, ..ScriptConfig::DEFAULT });
+    let other = t.add_connection(ScriptConfig {
+        client_port: 40001,
+        ..ScriptConfig::DEFAULT
+    });
     t.on(other).at_ms(1).handshake();
     let rows = analyze(&t);
     for r in &rows {
-        let want = if r.sport == 40001 || r.dport == 40001 { 1 } else { 0 };
+        let want = if r.sport == 40001 || r.dport == 40001 {
+            1
+        } else {
+            0
+        };
         assert_eq!(r.stream.0, want, "frame {}", r.frame);
     }
     check_tshark(&t, "two_streams");
 }
-

@@ -36,13 +36,18 @@ fn flow_summary_counts_retransmissions_and_uses_karn() {
         a.handle_frame(&f.as_frame(), &mut ev);
     }
     a.handle_end(&mut ev);
-    let Some(Event::Flow(f)) = ev.iter().find(|e| matches!(e, Event::Flow(_))) else { panic!("no flow") };
+    let Some(Event::Flow(f)) = ev.iter().find(|e| matches!(e, Event::Flow(_))) else {
+        panic!("no flow")
+    };
     let s2c = &f.dirs[1];
     assert_eq!(s2c.bytes, 3000);
     assert_eq!(s2c.unique_bytes, 2000);
     assert_eq!(s2c.retrans_bytes, 1000);
     let rtt = s2c.rtt.unwrap();
-    assert_eq!(rtt.count, 1, "Karn's rule drops the retransmitted segment's sample");
+    assert_eq!(
+        rtt.count, 1,
+        "Karn's rule drops the retransmitted segment's sample"
+    );
     assert_eq!(rtt.min_ns, 10_000_000);
     assert_eq!(s2c.mss, Some(1460));
     assert_eq!(s2c.window_scale, Some(7));

@@ -50,7 +50,10 @@ pub(super) fn flags_of(rows: &[SegmentAnalysis], n: u64) -> String {
 #[track_caller]
 pub(super) fn assert_flags(rows: &[SegmentAnalysis], expected: &[(u64, &str)]) {
     for r in rows {
-        let want = expected.iter().find(|(f, _)| *f == r.frame.0).map_or("", |(_, s)| *s);
+        let want = expected
+            .iter()
+            .find(|(f, _)| *f == r.frame.0)
+            .map_or("", |(_, s)| *s);
         assert_eq!(r.flags.to_string(), want, "frame {}: flags", r.frame);
     }
 }
@@ -85,9 +88,20 @@ pub(super) fn check_tshark(t: &Script, name: &str) {
     let ours = analyze(t);
     for row in rows {
         let frame: u64 = row[0].parse().unwrap();
-        let got = ours.iter().find(|r| r.frame.0 == frame).unwrap_or_else(|| panic!("{name}: no row for frame {frame}"));
-        assert_eq!(row[1], got.stream.0.to_string(), "{name} frame {frame}: stream");
-        assert_eq!(row[2], (got.seq as u32).to_string(), "{name} frame {frame}: seq");
+        let got = ours
+            .iter()
+            .find(|r| r.frame.0 == frame)
+            .unwrap_or_else(|| panic!("{name}: no row for frame {frame}"));
+        assert_eq!(
+            row[1],
+            got.stream.0.to_string(),
+            "{name} frame {frame}: stream"
+        );
+        assert_eq!(
+            row[2],
+            (got.seq as u32).to_string(),
+            "{name} frame {frame}: seq"
+        );
         let mut want: Vec<&str> = names
             .iter()
             .zip(&row[7..])
@@ -98,7 +112,11 @@ pub(super) fn check_tshark(t: &Script, name: &str) {
         let mut have: Vec<&str> = got.flags.names().collect();
         have.sort();
         assert_eq!(have, want, "{name} frame {frame}: flags (tcpdx vs tshark)");
-        assert_eq!(row[5], got.dup_ack_num.map_or(String::new(), |d| d.to_string()), "{name} frame {frame}: dup_ack_num");
+        assert_eq!(
+            row[5],
+            got.dup_ack_num.map_or(String::new(), |d| d.to_string()),
+            "{name} frame {frame}: dup_ack_num"
+        );
         assert_eq!(
             row[6],
             got.bytes_in_flight.map_or(String::new(), |d| d.to_string()),

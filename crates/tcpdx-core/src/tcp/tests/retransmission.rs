@@ -1,6 +1,6 @@
 //! Retransmission, fast retransmission, spurious retransmission, out-of-order.
 
-use tcpdx_testkit::{S2C_DATA, SegSpec, Script};
+use tcpdx_testkit::{S2C_DATA, Script, SegSpec};
 
 use super::{analyze, assert_flags, check_tshark};
 
@@ -10,7 +10,11 @@ fn fast_retransmission_after_three_dup_acks() {
     t.handshake(); // 1-3
     t.at_ms(20).server_burst(1, 4, 1448); // 4-7, frame 4 lost downstream
     t.at_ms(30).client_acks(1).times(3); // 8-10
-    t.after_ms(0.2).server(SegSpec { seq: 1, len: 1448, ..S2C_DATA }); // 11
+    t.after_ms(0.2).server(SegSpec {
+        seq: 1,
+        len: 1448,
+        ..S2C_DATA
+    }); // 11
     let rows = analyze(&t);
     assert_flags(
         &rows,

@@ -1,6 +1,6 @@
 //! Zero window, zero-window probes, window full, window scaling.
 
-use tcpdx_testkit::{ScriptConfig, Script};
+use tcpdx_testkit::{Script, ScriptConfig};
 
 use super::{analyze, assert_flags, check_tshark};
 
@@ -21,7 +21,12 @@ fn zero_window_probe_and_its_ack() {
 
 #[test]
 fn window_full_when_data_reaches_the_advertised_edge() {
-    let cfg = ScriptConfig { client_window: 4000, client_wscale: None, server_wscale: None, ..ScriptConfig::DEFAULT };
+    let cfg = ScriptConfig {
+        client_window: 4000,
+        client_wscale: None,
+        server_wscale: None,
+        ..ScriptConfig::DEFAULT
+    };
     let mut t = Script::with(cfg);
     t.handshake();
     t.at_ms(20).server_burst(1, 4, 1000); // 4-7, frame 7 fills the 4000-byte window
@@ -32,7 +37,11 @@ fn window_full_when_data_reaches_the_advertised_edge() {
 
 #[test]
 fn window_is_scaled_after_the_handshake() {
-    let cfg = ScriptConfig { client_wscale: Some(7), server_wscale: Some(7), ..ScriptConfig::DEFAULT };
+    let cfg = ScriptConfig {
+        client_wscale: Some(7),
+        server_wscale: Some(7),
+        ..ScriptConfig::DEFAULT
+    };
     let mut t = Script::with(cfg);
     t.handshake();
     t.at_ms(20).client_window(1 << 20).client_acks(1);
@@ -44,7 +53,10 @@ fn window_is_scaled_after_the_handshake() {
 
 #[test]
 fn without_a_handshake_the_scale_is_unknown_and_window_full_is_not_judged() {
-    let cfg = ScriptConfig { client_window: 4000, ..ScriptConfig::DEFAULT };
+    let cfg = ScriptConfig {
+        client_window: 4000,
+        ..ScriptConfig::DEFAULT
+    };
     let mut t = Script::with(cfg);
     t.handshake().not_captured();
     t.at_ms(20).client_acks(1); // 1

@@ -6,7 +6,10 @@ use super::{analyze, assert_flags, check_tshark};
 
 #[test]
 fn isn_near_the_top_wraps_cleanly() {
-    let cfg = ScriptConfig { isn_server: u32::MAX - 1000, ..ScriptConfig::DEFAULT };
+    let cfg = ScriptConfig {
+        isn_server: u32::MAX - 1000,
+        ..ScriptConfig::DEFAULT
+    };
     let mut t = Script::with(cfg);
     t.handshake();
     t.at_ms(20).server_burst(1, 3, 1000);
@@ -34,5 +37,8 @@ fn relative_sequence_unwraps_beyond_4_gb() {
     let rows = analyze(&t);
     let last_data = rows.iter().rev().find(|r| r.len > 0).unwrap();
     assert_eq!(last_data.seq, seq - 60_000);
-    assert!(rows.iter().all(|r| r.flags.is_empty()), "no flags on a clean 5 GB transfer");
+    assert!(
+        rows.iter().all(|r| r.flags.is_empty()),
+        "no flags on a clean 5 GB transfer"
+    );
 }
