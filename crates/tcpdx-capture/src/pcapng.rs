@@ -232,7 +232,7 @@ fn check_len(block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
         BlockLengthProblem::TooShort {
             min: field::OVERHEAD as u32,
         }
-    } else if !length.is_multiple_of(4) {
+    } else if length & 3 != 0 {
         BlockLengthProblem::NotMultipleOf4
     } else if length > MAX_BLOCK_LEN {
         BlockLengthProblem::TooLong { max: MAX_BLOCK_LEN }

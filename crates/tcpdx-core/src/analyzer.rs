@@ -27,6 +27,8 @@ pub struct InputStats {
     pub expired: u64,
     /// Segments not tracked because a per-connection cap was hit.
     pub capped_segments: u64,
+    /// Frames with a TCP header that identifies a connection but cannot be analysed.
+    pub partial_tcp: u64,
 }
 
 /// Feeds frames in capture order; emits analysis into a sink. Never fails, never blocks.
@@ -73,6 +75,14 @@ impl Analyzer {
         }
         match Segment::from_view(frame.no, frame.ts, &view) {
             Some(seg) => self.handle_segment(&seg, sink),
+            None if view.partial_tcp.is_some_and(|p| !p.ip.fragment) => {
+                // Not analysable, but Wireshark gives it a stream (and may open one).
+                if let Some(p) = view.partial_tcp {
+                    self.connection_for(&Segment::from_partial(frame.no, frame.ts, &p));
+                }
+                self.stats.partial_tcp += 1;
+                self.maybe_sweep(frame.ts);
+            }
             None => {
                 if view
                     .stop
@@ -89,32 +99,7 @@ impl Analyzer {
     pub fn handle_segment<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) {
         let first = *self.first_ts.get_or_insert(seg.ts);
         self.stats.tcp_segments += 1;
-        let (key, _) = FlowKey::new(seg.src, seg.dst);
-        let mut initial = F::default();
-        let slot = match self.table.lookup(&key) {
-            Lookup::Missing => self.new_connection(key, seg),
-            Lookup::Existing(slot) => {
-                let conn = &self.conns[slot];
-                let fwd = &conn.halves[conn.dir_of(&seg.src).idx()];
-                let differs = fwd.base_set && seg.seq != fwd.base_seq;
-                let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
-                // Wireshark: a SYN with a new ISN on a known 4-tuple starts a new
-                // conversation; a SYN-ACK with a new ISN is only flagged.
-                if syn && differs {
-                    initial.set(F::REUSED_PORTS);
-                }
-                if syn && !ack && differs {
-                    self.new_connection(key, seg)
-                } else {
-                    if syn && differs {
-                        // A SYN-ACK with a new ISN restarts relative numbering (tshark 4.0).
-                        let dir = self.conns[slot].dir_of(&seg.src);
-                        self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
-                    }
-                    slot
-                }
-            }
-        };
+        let (slot, initial) = self.connection_for(seg);
         let conn = &mut self.conns[slot];
         let (row, verdict) = conn.handle_segment(seg, initial, seg.ts.since(first), &self.cfg);
         if verdict.unacked_cap_hit {
@@ -130,6 +115,38 @@ impl Analyzer {
         conn.expired = false;
         sink.segment(&row);
         self.maybe_sweep(seg.ts);
+    }
+
+    /// Finds (or opens) the connection of `seg` the way Wireshark assigns `tcp.stream`;
+    /// returns its slot and the flags decided here (reused ports).
+    fn connection_for(&mut self, seg: &Segment) -> (usize, F) {
+        let (key, _) = FlowKey::new(seg.src, seg.dst);
+        let mut initial = F::default();
+        let slot = match self.table.lookup(&key) {
+            Lookup::Missing => self.new_connection(key, seg),
+            Lookup::Existing(slot) => {
+                let conn = &self.conns[slot];
+                let dir = conn.dir_of(&seg.src);
+                let fwd = &conn.halves[dir.idx()];
+                let differs = fwd.base_set && seg.seq != fwd.base_seq;
+                let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
+                // Wireshark: a SYN with a new ISN on a known 4-tuple starts a new
+                // conversation; a SYN-ACK with a new ISN is flagged and restarts the
+                // sender's relative numbering.
+                if syn && differs {
+                    initial.set(F::REUSED_PORTS);
+                }
+                if syn && !ack && differs {
+                    self.new_connection(key, seg)
+                } else {
+                    if syn && differs {
+                        self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
+                    }
+                    slot
+                }
+            }
+        };
+        (slot, initial)
     }
 
     fn new_connection(&mut self, key: FlowKey, seg: &Segment) -> usize {

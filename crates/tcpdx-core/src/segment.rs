@@ -1,6 +1,6 @@
 //! `Segment`: the analyzer's input, built from a decoded frame or by hand in tests.
 
-use tcpdx_wire::{FrameNo, PacketView, SeqNum, TcpFlags, TcpOptions, Timestamp};
+use tcpdx_wire::{FrameNo, PacketView, PartialTcp, SeqNum, TcpFlags, TcpOptions, Timestamp};
 
 use crate::flow::Endpoint;
 
@@ -56,6 +56,28 @@ impl Segment {
             len: tcp.payload_len,
             options: tcp.options,
         })
+    }
+
+    /// The identity of an unanalysable TCP header (only used to find its connection).
+    pub fn from_partial(frame: FrameNo, ts: Timestamp, p: &PartialTcp) -> Segment {
+        Segment {
+            frame,
+            ts,
+            src: Endpoint {
+                addr: p.ip.src,
+                port: p.src_port,
+            },
+            dst: Endpoint {
+                addr: p.ip.dst,
+                port: p.dst_port,
+            },
+            seq: p.seq,
+            ack: p.ack,
+            flags: p.flags,
+            window: 0,
+            len: 0,
+            options: TcpOptions::default(),
+        }
     }
 
     /// Sequence space this segment occupies (payload plus one for SYN and for FIN).

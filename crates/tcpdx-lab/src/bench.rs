@@ -1,7 +1,9 @@
 //! `tcpdx-lab bench-relay`: packets per second through the relay with a bulk TCP flow.
 
 use crate::relay::RelayArgs;
-use crate::run::{RelayProc, link_drops, relay_route_off, relay_route_on, softnet_dropped, spawn_in};
+use crate::run::{
+    RelayProc, link_drops, relay_route_off, relay_route_on, softnet_dropped, spawn_in,
+};
 use crate::scenario::{BULK_PORT, RelayPath};
 use crate::topology::{Lab, TopoConfig};
 use anyhow::{Context, Result};
@@ -30,7 +32,8 @@ pub struct BenchResult {
 }
 
 fn tun_packets(ns: &str, dev: &str) -> u64 {
-    let out = crate::cmd::run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]).unwrap_or_default();
+    let out =
+        crate::cmd::run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     v[0]["stats64"]["tx"]["packets"].as_u64().unwrap_or(0)
 }
@@ -38,7 +41,10 @@ fn tun_packets(ns: &str, dev: &str) -> u64 {
 /// Builds a lab, runs a bulk flow through a relay with `delay_ms` each way for `secs`.
 pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
     crate::topology::install_signal_cleanup()?;
-    let lab = Lab::create(&TopoConfig { mtu, offloads: false })?;
+    let lab = Lab::create(&TopoConfig {
+        mtu,
+        offloads: false,
+    })?;
     let n = &lab.names;
     let dir = std::env::temp_dir().join(format!("{}-bench", n.prefix));
     std::fs::create_dir_all(&dir)?;
@@ -72,7 +78,14 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
         &n.ns_s,
         1,
         &exe,
-        &["bulk".into(), "recv".into(), "--listen".into(), format!("{}:{BULK_PORT}", n.ip_s), "--ready-file".into(), ready.to_string_lossy().into()],
+        &[
+            "bulk".into(),
+            "recv".into(),
+            "--listen".into(),
+            format!("{}:{BULK_PORT}", n.ip_s),
+            "--ready-file".into(),
+            ready.to_string_lossy().into(),
+        ],
         &dir.join("recv.json"),
     )?;
     for _ in 0..100 {
@@ -82,18 +95,35 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
         std::thread::sleep(Duration::from_millis(20));
     }
     crate::run::nstat_reset(&n.ns_c)?;
-    let (p0, d0, s0) = (tun_packets(&n.ns_r, &n.dev_tun), link_drops(&n.ns_r, &n.dev_tun).0, softnet_dropped());
+    let (p0, d0, s0) = (
+        tun_packets(&n.ns_r, &n.dev_tun),
+        link_drops(&n.ns_r, &n.dev_tun).0,
+        softnet_dropped(),
+    );
     let t0 = Instant::now();
     let send = spawn_in(
         &n.ns_c,
         1,
         &exe,
-        &["bulk".into(), "send".into(), "--to".into(), format!("{}:{BULK_PORT}", n.ip_s), "--secs".into(), secs.to_string(), "--cc".into(), "cubic".into()],
+        &[
+            "bulk".into(),
+            "send".into(),
+            "--to".into(),
+            format!("{}:{BULK_PORT}", n.ip_s),
+            "--secs".into(),
+            secs.to_string(),
+            "--cc".into(),
+            "cubic".into(),
+        ],
         &dir.join("send.json"),
     )?;
     let out = send.wait_with_output()?;
     let el = t0.elapsed().as_secs_f64();
-    let (p1, d1, s1) = (tun_packets(&n.ns_r, &n.dev_tun), link_drops(&n.ns_r, &n.dev_tun).0, softnet_dropped());
+    let (p1, d1, s1) = (
+        tun_packets(&n.ns_r, &n.dev_tun),
+        link_drops(&n.ns_r, &n.dev_tun).0,
+        softnet_dropped(),
+    );
     let _ = out;
     let mut recv = recv;
     let _ = recv.wait();
@@ -101,7 +131,8 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
     let st = relay.stop()?;
     relay_route_off(n);
     let send_res: crate::workload::bulk::BulkResult =
-        serde_json::from_str(std::fs::read_to_string(dir.join("send.json"))?.trim()).context("bulk sender result")?;
+        serde_json::from_str(std::fs::read_to_string(dir.join("send.json"))?.trim())
+            .context("bulk sender result")?;
     let _ = std::fs::remove_dir_all(&dir);
     drop(lab);
     let packets = p1 - p0;

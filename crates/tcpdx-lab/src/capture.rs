@@ -32,7 +32,9 @@ impl Capture {
         let _ = std::fs::remove_file(out);
         let logf = std::fs::File::create(&log)?;
         let child = Command::new("ip")
-            .args(["netns", "exec", ns, "taskset", "-c", "0", "tcpdump", "-n", "-i", iface, "-s"])
+            .args([
+                "netns", "exec", ns, "taskset", "-c", "0", "tcpdump", "-n", "-i", iface, "-s",
+            ])
             .arg(snaplen.to_string())
             .args(["-B", "65536", "-w"])
             .arg(out)
@@ -42,13 +44,20 @@ impl Capture {
             .stderr(logf)
             .spawn()
             .context("starting tcpdump")?;
-        let mut c = Capture { child, path: out.to_path_buf(), log };
+        let mut c = Capture {
+            child,
+            path: out.to_path_buf(),
+            log,
+        };
         for _ in 0..100 {
             if std::fs::read_to_string(&c.log).is_ok_and(|s| s.contains("listening on")) {
                 return Ok(c);
             }
             if let Some(st) = c.child.try_wait()? {
-                bail!("tcpdump exited ({st}): {}", std::fs::read_to_string(&c.log).unwrap_or_default());
+                bail!(
+                    "tcpdump exited ({st}): {}",
+                    std::fs::read_to_string(&c.log).unwrap_or_default()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -82,7 +91,10 @@ pub fn parse_tcpdump_stats(text: &str) -> CaptureStats {
             .and_then(|l| l.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
     };
-    CaptureStats { captured: num("packets captured"), dropped_by_kernel: num("packets dropped by kernel") }
+    CaptureStats {
+        captured: num("packets captured"),
+        dropped_by_kernel: num("packets dropped by kernel"),
+    }
 }
 
 /// One IPv4/TCP packet from a capture.
@@ -153,7 +165,11 @@ pub fn parse_pcap(d: &[u8]) -> Result<Vec<Pkt>> {
     };
     let u32at = |o: usize| {
         let b = [d[o], d[o + 1], d[o + 2], d[o + 3]];
-        if le { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) }
+        if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        }
     };
     let linktype = u32at(20);
     let mut out = Vec::new();
@@ -208,7 +224,8 @@ pub fn gzip_file(path: &Path) -> Result<PathBuf> {
     use std::io::Write;
     let data = std::fs::read(path)?;
     let out = PathBuf::from(format!("{}.gz", path.display()));
-    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&out)?, flate2::Compression::best());
+    let mut enc =
+        flate2::write::GzEncoder::new(std::fs::File::create(&out)?, flate2::Compression::best());
     enc.write_all(&data)?;
     enc.finish()?;
     Ok(out)
@@ -221,7 +238,13 @@ mod tests {
     #[test]
     fn tcpdump_summary() {
         let s = "listening on x\n1234 packets captured\n1300 packets received by filter\n7 packets dropped by kernel\n";
-        assert_eq!(parse_tcpdump_stats(s), CaptureStats { captured: 1234, dropped_by_kernel: 7 });
+        assert_eq!(
+            parse_tcpdump_stats(s),
+            CaptureStats {
+                captured: 1234,
+                dropped_by_kernel: 7
+            }
+        );
     }
 
     #[test]

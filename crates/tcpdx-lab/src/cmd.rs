@@ -9,7 +9,9 @@ pub fn run(prog: &str, args: &[&str]) -> Result<String> {
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("cannot run `{prog}` (is it installed? try `tcpdx-lab install`)"))?;
+        .with_context(|| {
+            format!("cannot run `{prog}` (is it installed? try `tcpdx-lab install`)")
+        })?;
     if !out.status.success() {
         bail!(
             "`{} {}` failed ({}): {}",
@@ -55,7 +57,11 @@ pub fn run_stdin(prog: &str, args: &[&str], input: &str) -> Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run `{prog}`"))?;
-    child.stdin.take().expect("stdin").write_all(input.as_bytes())?;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())?;
     let out = child.wait_with_output()?;
     if !out.status.success() {
         bail!(
@@ -71,9 +77,8 @@ pub fn run_stdin(prog: &str, args: &[&str], input: &str) -> Result<String> {
 
 /// Whether an executable named `prog` is on PATH.
 pub fn have(prog: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(prog).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
 /// Writes `value` into a sysctl-like file inside namespace `ns` (for /proc/sys or /sys paths).

@@ -6,12 +6,21 @@ use anyhow::{Result, bail};
 /// Packages for the bulk lab (topology, capture, impairments).
 pub const BULK_PACKAGES: &[&str] = &["iproute2", "nftables", "ethtool", "tcpdump", "util-linux"];
 /// Packages for the storage workloads.
-pub const STORAGE_PACKAGES: &[&str] =
-    &["samba", "smbclient", "nfs-ganesha", "nfs-ganesha-vfs", "libnfs-utils", "tgt", "libiscsi-bin", "rpcbind"];
+pub const STORAGE_PACKAGES: &[&str] = &[
+    "samba",
+    "smbclient",
+    "nfs-ganesha",
+    "nfs-ganesha-vfs",
+    "libnfs-utils",
+    "tgt",
+    "libiscsi-bin",
+    "rpcbind",
+];
 
 /// Whether a Debian package is installed.
 pub fn installed(pkg: &str) -> bool {
-    cmd::run("dpkg-query", &["-W", "-f=${Status}", pkg]).is_ok_and(|s| s.contains("install ok installed"))
+    cmd::run("dpkg-query", &["-W", "-f=${Status}", pkg])
+        .is_ok_and(|s| s.contains("install ok installed"))
 }
 
 /// Installs whatever is missing (bulk tools, plus storage servers unless `bulk_only`).
@@ -26,7 +35,10 @@ pub fn install(bulk_only: bool) -> Result<()> {
         return Ok(());
     }
     eprintln!("install: apt-get install {}", missing.join(" "));
-    let st = std::process::Command::new("apt-get").arg("update").arg("-q").status()?;
+    let st = std::process::Command::new("apt-get")
+        .arg("update")
+        .arg("-q")
+        .status()?;
     if !st.success() {
         bail!("apt-get update failed");
     }

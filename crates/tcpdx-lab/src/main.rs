@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use tcpdx_lab::{relay, run, scenario, topology, verify, workload::bulk};
 
 #[derive(Parser)]
-#[command(name = "tcpdx-lab", about = "Reproduce TCP pathologies in network namespaces with kernel ground truth")]
+#[command(
+    name = "tcpdx-lab",
+    about = "Reproduce TCP pathologies in network namespaces with kernel ground truth"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -100,7 +103,11 @@ fn need_root() -> Result<()> {
 fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -116,23 +123,48 @@ fn main() -> Result<()> {
                 }
             }
         }
-        Cmd::Run { scenario: name, out, short, seed, keep_trace, no_gzip, verify: do_verify } => {
+        Cmd::Run {
+            scenario: name,
+            out,
+            short,
+            seed,
+            keep_trace,
+            no_gzip,
+            verify: do_verify,
+        } => {
             need_root()?;
-            let list: Vec<scenario::Scenario> = if name == "all" {
-                scenario::registry()
-            } else {
-                vec![scenario::find(&name).with_context(|| format!("unknown scenario {name} (see `tcpdx-lab list`)"))?]
-            };
+            let list: Vec<scenario::Scenario> =
+                if name == "all" {
+                    scenario::registry()
+                } else {
+                    vec![scenario::find(&name).with_context(|| {
+                        format!("unknown scenario {name} (see `tcpdx-lab list`)")
+                    })?]
+                };
             let mut failed = Vec::new();
             for sc in &list {
-                let dir = if name == "all" { out.join(&sc.name) } else { out.clone() };
-                let o = run::RunOpts { out: dir.clone(), short, seed, keep_trace, gzip: !no_gzip };
+                let dir = if name == "all" {
+                    out.join(&sc.name)
+                } else {
+                    out.clone()
+                };
+                let o = run::RunOpts {
+                    out: dir.clone(),
+                    short,
+                    seed,
+                    keep_trace,
+                    gzip: !no_gzip,
+                };
                 let t0 = std::time::Instant::now();
                 eprintln!("== {}", sc.name);
                 match run::run_scenario(sc, &o) {
                     Ok(t) => {
                         eprintln!("{}", verify::summary(&t));
-                        eprintln!("   ({:.1} s) -> {}", t0.elapsed().as_secs_f64(), dir.display());
+                        eprintln!(
+                            "   ({:.1} s) -> {}",
+                            t0.elapsed().as_secs_f64(),
+                            dir.display()
+                        );
                         if do_verify {
                             let r = verify::verify_dir(&dir)?;
                             r.print();
@@ -171,7 +203,11 @@ fn main() -> Result<()> {
             need_root()?;
             tcpdx_lab::install::install(bulk_only)?;
         }
-        Cmd::BenchRelay { mtu, delay_ms, secs } => {
+        Cmd::BenchRelay {
+            mtu,
+            delay_ms,
+            secs,
+        } => {
             need_root()?;
             let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs)?;
             println!("{}", serde_json::to_string_pretty(&r)?);

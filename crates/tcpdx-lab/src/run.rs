@@ -5,7 +5,7 @@ use crate::capture::{self, Capture};
 use crate::cmd::{self, ns_run, run, run_stdin};
 use crate::relay::{RelayArgs, RelayStats};
 use crate::scenario::{BULK_PORT, NftHook, Point, RelayPath, Scenario, Workload};
-use crate::topology::{Lab, LAB_MARK, Names, TopoConfig};
+use crate::topology::{LAB_MARK, Lab, Names, TopoConfig};
 use crate::trace::Tracer;
 use crate::truth::{self, CaptureFile, ClockInfo, ConnInput, Counters, Health, TopoInfo, Truth};
 use anyhow::{Context, Result, bail};
@@ -53,7 +53,10 @@ fn wait_child(mut c: Child, what: &str, timeout: Duration, errfile: &Path) -> Re
     loop {
         if let Some(st) = c.try_wait()? {
             if !st.success() {
-                bail!("{what} failed ({st}): {}", std::fs::read_to_string(errfile).unwrap_or_default().trim());
+                bail!(
+                    "{what} failed ({st}): {}",
+                    std::fs::read_to_string(errfile).unwrap_or_default().trim()
+                );
             }
             return Ok(());
         }
@@ -69,20 +72,59 @@ fn wait_child(mut c: Child, what: &str, timeout: Duration, errfile: &Path) -> Re
 /// Steers traffic in the router through the relay TUN (policy routing, table 100).
 pub fn relay_route_on(n: &Names, path: RelayPath, mtu: u32) -> Result<()> {
     let r = &n.ns_r;
-    run("ip", &["-n", r, "tuntap", "add", "dev", &n.dev_tun, "mode", "tun"])?;
-    run("ip", &["-n", r, "link", "set", &n.dev_tun, "mtu", &mtu.to_string(), "txqueuelen", "10000", "up"])?;
-    for kv in [format!("net.ipv4.conf.{}.rp_filter=0", n.dev_tun), format!("net.ipv4.conf.{}.accept_local=1", n.dev_tun)] {
+    run(
+        "ip",
+        &["-n", r, "tuntap", "add", "dev", &n.dev_tun, "mode", "tun"],
+    )?;
+    run(
+        "ip",
+        &[
+            "-n",
+            r,
+            "link",
+            "set",
+            &n.dev_tun,
+            "mtu",
+            &mtu.to_string(),
+            "txqueuelen",
+            "10000",
+            "up",
+        ],
+    )?;
+    for kv in [
+        format!("net.ipv4.conf.{}.rp_filter=0", n.dev_tun),
+        format!("net.ipv4.conf.{}.accept_local=1", n.dev_tun),
+    ] {
         ns_run(r, "sysctl", &["-qw", &kv])?;
     }
     // Forwarding of what the relay writes is steered to CPU1 like every lab interface
     // (forwarding it on the relay's CPU0 measured 2x slower end to end).
-    cmd::ns_write(r, &format!("/sys/class/net/{}/queues/rx-0/rps_cpus", n.dev_tun), crate::topology::RPS_MASK)?;
-    run("ip", &["-n", r, "route", "replace", "default", "dev", &n.dev_tun, "table", "100"])?;
+    cmd::ns_write(
+        r,
+        &format!("/sys/class/net/{}/queues/rx-0/rps_cpus", n.dev_tun),
+        crate::topology::RPS_MASK,
+    )?;
+    run(
+        "ip",
+        &[
+            "-n", r, "route", "replace", "default", "dev", &n.dev_tun, "table", "100",
+        ],
+    )?;
     if matches!(path, RelayPath::Both | RelayPath::S2c) {
-        run("ip", &["-n", r, "rule", "add", "iif", &n.dev_rs, "lookup", "100", "pref", "100"])?;
+        run(
+            "ip",
+            &[
+                "-n", r, "rule", "add", "iif", &n.dev_rs, "lookup", "100", "pref", "100",
+            ],
+        )?;
     }
     if matches!(path, RelayPath::Both | RelayPath::C2s) {
-        run("ip", &["-n", r, "rule", "add", "iif", &n.dev_rc, "lookup", "100", "pref", "101"])?;
+        run(
+            "ip",
+            &[
+                "-n", r, "rule", "add", "iif", &n.dev_rc, "lookup", "100", "pref", "101",
+            ],
+        )?;
     }
     Ok(())
 }
@@ -93,7 +135,10 @@ pub fn relay_route_off(n: &Names) {
     cmd::run_quiet("ip", &["-n", r, "rule", "del", "pref", "100"]);
     cmd::run_quiet("ip", &["-n", r, "rule", "del", "pref", "101"]);
     cmd::run_quiet("ip", &["-n", r, "route", "flush", "table", "100"]);
-    cmd::run_quiet("ip", &["-n", r, "tuntap", "del", "dev", &n.dev_tun, "mode", "tun"]);
+    cmd::run_quiet(
+        "ip",
+        &["-n", r, "tuntap", "del", "dev", &n.dev_tun, "mode", "tun"],
+    );
 }
 
 /// A running relay process.
@@ -111,9 +156,16 @@ impl RelayProc {
         let out = dir.join("relay.out");
         let child = spawn_in(&n.ns_r, 0, &self_exe()?, &argv, &out)?;
         std::thread::sleep(Duration::from_millis(500));
-        let mut p = RelayProc { child, stats: PathBuf::from(args.stats.clone().unwrap_or_default()), err: out.with_extension("err") };
+        let mut p = RelayProc {
+            child,
+            stats: PathBuf::from(args.stats.clone().unwrap_or_default()),
+            err: out.with_extension("err"),
+        };
         if let Some(st) = p.child.try_wait()? {
-            bail!("relay exited at start ({st}): {}", std::fs::read_to_string(&p.err).unwrap_or_default());
+            bail!(
+                "relay exited at start ({st}): {}",
+                std::fs::read_to_string(&p.err).unwrap_or_default()
+            );
         }
         Ok(p)
     }
@@ -129,26 +181,49 @@ impl RelayProc {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let s = std::fs::read(&self.stats)
-            .with_context(|| format!("relay stats missing: {}", std::fs::read_to_string(&self.err).unwrap_or_default()))?;
+        let s = std::fs::read(&self.stats).with_context(|| {
+            format!(
+                "relay stats missing: {}",
+                std::fs::read_to_string(&self.err).unwrap_or_default()
+            )
+        })?;
         Ok(serde_json::from_slice(&s)?)
     }
 }
 
 /// Reads (tx_dropped, rx_dropped) of a device in a namespace.
 pub fn link_drops(ns: &str, dev: &str) -> (u64, u64) {
-    let Ok(out) = run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]) else { return (0, 0) };
+    let Ok(out) = run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]) else {
+        return (0, 0);
+    };
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     let s = &v[0]["stats64"];
-    (s["tx"]["dropped"].as_u64().unwrap_or(0), s["rx"]["dropped"].as_u64().unwrap_or(0))
+    (
+        s["tx"]["dropped"].as_u64().unwrap_or(0),
+        s["rx"]["dropped"].as_u64().unwrap_or(0),
+    )
 }
 
 /// Reads (drops, packets) of the root qdisc of a device.
 pub fn qdisc_stats(ns: &str, dev: &str) -> (u64, u64) {
-    let Ok(out) = run("ip", &["netns", "exec", ns, "tc", "-s", "-j", "qdisc", "show", "dev", dev]) else { return (0, 0) };
+    let Ok(out) = run(
+        "ip",
+        &[
+            "netns", "exec", ns, "tc", "-s", "-j", "qdisc", "show", "dev", dev,
+        ],
+    ) else {
+        return (0, 0);
+    };
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     v.as_array()
-        .map(|a| a.iter().fold((0, 0), |acc, q| (acc.0 + q["drops"].as_u64().unwrap_or(0), acc.1 + q["packets"].as_u64().unwrap_or(0))))
+        .map(|a| {
+            a.iter().fold((0, 0), |acc, q| {
+                (
+                    acc.0 + q["drops"].as_u64().unwrap_or(0),
+                    acc.1 + q["packets"].as_u64().unwrap_or(0),
+                )
+            })
+        })
         .unwrap_or((0, 0))
 }
 
@@ -179,12 +254,20 @@ pub fn nstat_reset(ns: &str) -> Result<()> {
 
 /// nstat deltas since the last reset (non-zero counters only).
 pub fn nstat_delta(ns: &str) -> Result<BTreeMap<String, u64>> {
-    let out = Command::new("ip").args(["netns", "exec", ns, "nstat", "-j"]).env("NSTAT_HISTORY", nstat_hist(ns)).output()?;
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "nstat", "-j"])
+        .env("NSTAT_HISTORY", nstat_hist(ns))
+        .output()?;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("parsing nstat -j")?;
     let _ = std::fs::remove_file(nstat_hist(ns));
     Ok(v["kernel"]
         .as_object()
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).filter(|(_, v)| *v > 0).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        })
         .unwrap_or_default())
 }
 
@@ -213,7 +296,10 @@ pub fn run_scenario(sc: &Scenario, o: &RunOpts) -> Result<Truth> {
     std::fs::create_dir_all(&o.out)?;
     let out = std::fs::canonicalize(&o.out)?;
     crate::topology::install_signal_cleanup()?;
-    let lab = Lab::create(&TopoConfig { mtu: sc.mtu, offloads: false })?;
+    let lab = Lab::create(&TopoConfig {
+        mtu: sc.mtu,
+        offloads: false,
+    })?;
     let res = run_in_lab(&sc, o, &out, &lab);
     drop(lab);
     res
@@ -233,9 +319,22 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     };
     let rr = &sc.receiver_route;
     if rr.rto_min_ms.is_some() || rr.quickack {
-        let (ns, via, dev) =
-            if recv_is_server { (&n.ns_s, &n.ip_rs, &n.dev_s) } else { (&n.ns_c, &n.ip_rc, &n.dev_c) };
-        let mut a = vec!["-n".to_string(), ns.clone(), "route".into(), "change".into(), "default".into(), "via".into(), via.clone(), "dev".into(), dev.clone()];
+        let (ns, via, dev) = if recv_is_server {
+            (&n.ns_s, &n.ip_rs, &n.dev_s)
+        } else {
+            (&n.ns_c, &n.ip_rc, &n.dev_c)
+        };
+        let mut a = vec![
+            "-n".to_string(),
+            ns.clone(),
+            "route".into(),
+            "change".into(),
+            "default".into(),
+            "via".into(),
+            via.clone(),
+            "dev".into(),
+            dev.clone(),
+        ];
         if let Some(ms) = rr.rto_min_ms {
             a.extend(["rto_min".into(), format!("{ms}ms")]);
         }
@@ -245,15 +344,36 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
         run("ip", &a.iter().map(String::as_str).collect::<Vec<_>>())?;
     }
     if let Some(w) = sc.sender_wmem_max {
-        ns_run(&n.ns_c, "sysctl", &["-qw", &format!("net.ipv4.tcp_wmem=4096 16384 {w}")])?;
+        ns_run(
+            &n.ns_c,
+            "sysctl",
+            &["-qw", &format!("net.ipv4.tcp_wmem=4096 16384 {w}")],
+        )?;
     }
     if let Some(t) = &sc.tbf {
         let dev = if t.to_server { &n.dev_rs } else { &n.dev_rc };
-        ns_run(&n.ns_r, "tc", &["qdisc", "replace", "dev", dev, "root", "tbf", "rate", &t.rate, "burst", &t.burst, "limit", &t.limit])?;
+        ns_run(
+            &n.ns_r,
+            "tc",
+            &[
+                "qdisc", "replace", "dev", dev, "root", "tbf", "rate", &t.rate, "burst", &t.burst,
+                "limit", &t.limit,
+            ],
+        )?;
     }
-    let nft_ns = sc.nft_loss.as_ref().map(|l| if l.hook == NftHook::ServerInput { n.ns_s.clone() } else { n.ns_r.clone() });
+    let nft_ns = sc.nft_loss.as_ref().map(|l| {
+        if l.hook == NftHook::ServerInput {
+            n.ns_s.clone()
+        } else {
+            n.ns_r.clone()
+        }
+    });
     if let (Some(l), Some(ns)) = (&sc.nft_loss, &nft_ns) {
-        run_stdin("ip", &["netns", "exec", ns, "nft", "-f", "-"], &nft_loss_table(l.per_mille, l.dport, &n.ip_s, l.hook))?;
+        run_stdin(
+            "ip",
+            &["netns", "exec", ns, "nft", "-f", "-"],
+            &nft_loss_table(l.per_mille, l.dport, &n.ip_s, l.hook),
+        )?;
     }
     let mut storage = None;
     if let Workload::Storage { .. } = &sc.workload {
@@ -292,10 +412,21 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     }
     let softnet0 = softnet_dropped();
     let veth0: u64 = veth_drops(n);
-    let (tun_tx0, tun_q0) = if relay.is_some() { (link_drops(&n.ns_r, &n.dev_tun).0, qdisc_stats(&n.ns_r, &n.dev_tun).0) } else { (0, 0) };
+    let (tun_tx0, tun_q0) = if relay.is_some() {
+        (
+            link_drops(&n.ns_r, &n.dev_tun).0,
+            qdisc_stats(&n.ns_r, &n.dev_tun).0,
+        )
+    } else {
+        (0, 0)
+    };
 
     // captures: client and server always, plus the router point if primary
-    let filter = ports.iter().map(|p| format!("tcp port {p}")).collect::<Vec<_>>().join(" or ");
+    let filter = ports
+        .iter()
+        .map(|p| format!("tcp port {p}"))
+        .collect::<Vec<_>>()
+        .join(" or ");
     let mut points = vec![Point::Client, Point::Server];
     if !points.contains(&sc.capture) {
         points.push(sc.capture);
@@ -312,12 +443,20 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
         caps.push((*p, Capture::start(ns, dev, &path, sc.snaplen, &filter)?));
     }
     let trace_path = out.join("trace.txt");
-    let tracer = Tracer::start(&format!("{}_{}", n.prefix, std::process::id()), &ports, LAB_MARK, &trace_path)?;
+    let tracer = Tracer::start(
+        &format!("{}_{}", n.prefix, std::process::id()),
+        &ports,
+        LAB_MARK,
+        &trace_path,
+    )?;
 
     // workload
     let wl_res = match &sc.workload {
         Workload::Bulk { .. } => run_bulk(sc, o, n, out),
-        Workload::Storage { .. } => storage.as_mut().expect("services").run_client(n, sc, o.short, out),
+        Workload::Storage { .. } => storage
+            .as_mut()
+            .expect("services")
+            .run_client(n, sc, o.short, out),
     };
 
     // stop everything, collect counters
@@ -368,7 +507,12 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             tai_minus_realtime_ns: tai_off,
             time_base: "CLOCK_REALTIME ns (pcap clock)".into(),
         },
-        topology: TopoInfo { client: n.ip_c.clone(), server: n.ip_s.clone(), mtu: lab.mtu, prefix: n.prefix.clone() },
+        topology: TopoInfo {
+            client: n.ip_c.clone(),
+            server: n.ip_s.clone(),
+            mtu: lab.mtu,
+            prefix: n.prefix.clone(),
+        },
         workload,
         counters,
         ..Default::default()
@@ -380,14 +524,20 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     };
     let mut events = crate::trace::parse_file(&trace_path)?;
     truth::align(&mut events, tai_off);
-    let pcaps: BTreeMap<Point, Vec<capture::Pkt>> =
-        cap_files.iter().map(|(p, path, _)| Ok((*p, capture::read_pcap(path)?))).collect::<Result<_>>()?;
+    let pcaps: BTreeMap<Point, Vec<capture::Pkt>> = cap_files
+        .iter()
+        .map(|(p, path, _)| Ok((*p, capture::read_pcap(path)?)))
+        .collect::<Result<_>>()?;
     let lab_net = |a: &SocketAddrV4| a.ip().octets()[0] == 10 && a.ip().octets()[1] == n.octet;
     for (snd, rcv) in truth::find_senders(&events) {
         if !lab_net(&snd) || !lab_net(&rcv) {
             continue;
         }
-        let sender_point = if snd.ip() == &n.ip_c.parse::<Ipv4Addr>()? { Point::Client } else { Point::Server };
+        let sender_point = if snd.ip() == &n.ip_c.parse::<Ipv4Addr>()? {
+            Point::Client
+        } else {
+            Point::Server
+        };
         let pk = &pcaps[&sender_point];
         let mss = pk
             .iter()
@@ -396,7 +546,14 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             .max()
             .unwrap_or(lab.mtu - 52)
             .min(lab.mtu - 40);
-        let c = truth::reduce_connection(&ConnInput { sender: snd, receiver: rcv, events: &events, sender_pcap: pk, injected: &t.injected, mss });
+        let c = truth::reduce_connection(&ConnInput {
+            sender: snd,
+            receiver: rcv,
+            events: &events,
+            sender_pcap: pk,
+            injected: &t.injected,
+            mss,
+        });
         if c.bytes_sent > 0 || !c.retransmissions.is_empty() {
             t.connections.push(c);
         }
@@ -429,20 +586,27 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     } else {
         let _ = std::fs::remove_file(&trace_path);
     }
-    let _ = std::fs::remove_file(out.join("relay.stats.json"));
+    for f in ["relay.stats.json", "relay.out", "relay.err"] {
+        let _ = std::fs::remove_file(out.join(f));
+    }
     t.health = health(&t);
-    std::fs::write(out.join("truth.json"), serde_json::to_vec_pretty(&t)?)?;
+    std::fs::write(out.join("truth.json"), serde_json::to_vec(&t)?)?;
     Ok(t)
 }
 
 fn veth_drops(n: &Names) -> u64 {
-    [(&n.ns_c, &n.dev_c), (&n.ns_r, &n.dev_rc), (&n.ns_r, &n.dev_rs), (&n.ns_s, &n.dev_s)]
-        .iter()
-        .map(|(ns, d)| {
-            let (a, b) = link_drops(ns, d);
-            a + b
-        })
-        .sum()
+    [
+        (&n.ns_c, &n.dev_c),
+        (&n.ns_r, &n.dev_rc),
+        (&n.ns_r, &n.dev_rs),
+        (&n.ns_s, &n.dev_s),
+    ]
+    .iter()
+    .map(|(ns, d)| {
+        let (a, b) = link_drops(ns, d);
+        a + b
+    })
+    .sum()
 }
 
 /// Accounts for unintended drops and capture/trace loss.
@@ -465,13 +629,28 @@ pub fn health(t: &Truth) -> Health {
     chk("trace overrun", c.trace.overrun);
     chk("trace dropped events", c.trace.dropped_events);
     for f in &t.files.captures {
-        chk(&format!("capture drops in {}", f.file), f.stats.dropped_by_kernel);
+        chk(
+            &format!("capture drops in {}", f.file),
+            f.stats.dropped_by_kernel,
+        );
     }
-    Health { ok: p.is_empty(), problems: p }
+    Health {
+        ok: p.is_empty(),
+        problems: p,
+    }
 }
 
 fn run_bulk(sc: &Scenario, o: &RunOpts, n: &Names, out: &Path) -> Result<serde_json::Value> {
-    let Workload::Bulk { bytes, short_bytes, cc, rcvbuf, read_size, read_sleep_ms, start_delay_ms } = &sc.workload else {
+    let Workload::Bulk {
+        bytes,
+        short_bytes,
+        cc,
+        rcvbuf,
+        read_size,
+        read_sleep_ms,
+        start_delay_ms,
+    } = &sc.workload
+    else {
         bail!("not a bulk workload")
     };
     let exe = self_exe()?;
@@ -517,12 +696,25 @@ fn run_bulk(sc: &Scenario, o: &RunOpts, n: &Names, out: &Path) -> Result<serde_j
     ];
     let send_out = out.join("bulk_send.json");
     let send = spawn_in(&n.ns_c, 1, &exe, &sa, &send_out)?;
-    wait_child(send, "bulk sender", Duration::from_secs(120), &send_out.with_extension("err"))?;
-    wait_child(recv, "bulk receiver", Duration::from_secs(30), &recv_out.with_extension("err"))?;
+    wait_child(
+        send,
+        "bulk sender",
+        Duration::from_secs(120),
+        &send_out.with_extension("err"),
+    )?;
+    wait_child(
+        recv,
+        "bulk receiver",
+        Duration::from_secs(30),
+        &recv_out.with_extension("err"),
+    )?;
     let mut v = serde_json::Map::new();
     for (k, f) in [("send", &send_out), ("recv", &recv_out)] {
         let s = std::fs::read_to_string(f)?;
-        v.insert(k.into(), serde_json::from_str(s.trim()).unwrap_or(serde_json::Value::String(s)));
+        v.insert(
+            k.into(),
+            serde_json::from_str(s.trim()).unwrap_or(serde_json::Value::String(s)),
+        );
         let _ = std::fs::remove_file(f);
         let _ = std::fs::remove_file(f.with_extension("err"));
     }

@@ -251,7 +251,10 @@ fn base(name: &str, description: &str, workload: Workload) -> Scenario {
         mtu: 1500,
         seed: 7,
         workload,
-        relay: Some(RelaySpec { delay_ms: 5.0, ..Default::default() }),
+        relay: Some(RelaySpec {
+            delay_ms: 5.0,
+            ..Default::default()
+        }),
         tbf: None,
         nft_loss: None,
         receiver_route: RouteSpec::default(),
@@ -263,7 +266,13 @@ fn base(name: &str, description: &str, workload: Workload) -> Scenario {
 }
 
 fn storage(op: StorageOp) -> Workload {
-    Workload::Storage { op, mib: 8, short_mib: 2, server_stall_ms: 0, server_cc: "reno".into() }
+    Workload::Storage {
+        op,
+        mib: 8,
+        short_mib: 2,
+        server_stall_ms: 0,
+        server_cc: "reno".into(),
+    }
 }
 
 /// Every scenario, in a stable order.
@@ -272,7 +281,9 @@ pub fn registry() -> Vec<Scenario> {
     for cc in ["cubic", "reno"] {
         let mut s = base(
             &format!("clean_bulk_{cc}"),
-            &format!("clean bulk transfer, {cc}, RTT 10 ms through the relay: no loss, no retransmission"),
+            &format!(
+                "clean bulk transfer, {cc}, RTT 10 ms through the relay: no loss, no retransmission"
+            ),
             bulk(24_000_000, 3_000_000, cc),
         );
         s.expect.no_retransmissions = true;
@@ -288,16 +299,32 @@ pub fn registry() -> Vec<Scenario> {
     let mut s = base(
         "case000_rto_delack",
         "blackouts force RTOs; the receiver (route rto_min 1s, fixed SO_RCVBUF) delays the ACK of the lone post-RTO segment by ~40 ms",
-        delack_recv(bulk(12_000_000, 4_000_000, "reno")),
+        delack_recv(bulk(12_000_000, 8_000_000, "reno")),
     );
-    s.relay = Some(RelaySpec { delay_ms: 10.0, blackout_after: "1000,2200".into(), blackout_ms: 150.0, ..Default::default() });
-    s.receiver_route = RouteSpec { rto_min_ms: Some(1000), quickack: false };
-    s.expect = Expect { min_rtos: 2, min_delack_pauses: 1, ..Default::default() };
+    s.relay = Some(RelaySpec {
+        delay_ms: 10.0,
+        blackout_after: "1500,4000".into(),
+        blackout_ms: 150.0,
+        ..Default::default()
+    });
+    s.receiver_route = RouteSpec {
+        rto_min_ms: Some(1000),
+        quickack: false,
+    };
+    s.expect = Expect {
+        min_rtos: 2,
+        min_delack_pauses: 1,
+        ..Default::default()
+    };
     v.push(s.clone());
     s.name = "case000_rto_quickack".into();
     s.description = "what-if of case000_rto_delack: same blackouts, receiver route quickack 1 (no delayed ACK): no pause".into();
     s.receiver_route.quickack = true;
-    s.expect = Expect { min_rtos: 2, no_delack_pause: true, ..Default::default() };
+    s.expect = Expect {
+        min_rtos: 2,
+        no_delack_pause: true,
+        ..Default::default()
+    };
     v.push(s);
     // case001: reordering by time -> spurious retransmissions
     let mut s = base(
@@ -308,11 +335,21 @@ pub fn registry() -> Vec<Scenario> {
     if let Workload::Bulk { rcvbuf, .. } = &mut s.workload {
         *rcvbuf = Some(524_288);
     }
-    s.relay = Some(RelaySpec { delay_ms: 5.0, reorder_prob: 0.005, reorder_delay_ms: 15.0, ..Default::default() });
-    s.expect = Expect { min_spurious: 3, ..Default::default() };
+    s.relay = Some(RelaySpec {
+        delay_ms: 5.0,
+        reorder_prob: 0.005,
+        reorder_delay_ms: 15.0,
+        ..Default::default()
+    });
+    s.expect = Expect {
+        min_spurious: 3,
+        ..Default::default()
+    };
     v.push(s.clone());
     s.name = "case001_reorder_behind".into();
-    s.description = "case001_reorder_time captured on the router behind the reordering element (server side)".into();
+    s.description =
+        "case001_reorder_time captured on the router behind the reordering element (server side)"
+            .into();
     s.capture = Point::RouterServerSide;
     v.push(s);
     // case002: receiver cannot keep up
@@ -329,16 +366,26 @@ pub fn registry() -> Vec<Scenario> {
             start_delay_ms: 700.0,
         },
     );
-    s.expect = Expect { zero_window: true, ..Default::default() };
+    s.expect = Expect {
+        zero_window: true,
+        ..Default::default()
+    };
     v.push(s);
     let mut s = base(
         "case002_rx_host_drops",
         "1% of data segments dropped by nft in the server's input hook, i.e. after the router capture point",
         bulk(10_000_000, 3_000_000, "reno"),
     );
-    s.nft_loss = Some(NftLossSpec { hook: NftHook::ServerInput, per_mille: 10, dport: BULK_PORT });
+    s.nft_loss = Some(NftLossSpec {
+        hook: NftHook::ServerInput,
+        per_mille: 10,
+        dport: BULK_PORT,
+    });
     s.capture = Point::RouterServerSide;
-    s.expect = Expect { drops_after_capture: true, ..Default::default() };
+    s.expect = Expect {
+        drops_after_capture: true,
+        ..Default::default()
+    };
     v.push(s);
     // case004: speed mismatch into a shallow queue
     let mut s = base(
@@ -346,33 +393,79 @@ pub fn registry() -> Vec<Scenario> {
         "fast sender into a 100 Mbit/s tbf with a 64 KB queue, RTT 15 ms (ACK path delayed), Reno: burst loss then +1 segment/RTT",
         bulk(30_000_000, 12_000_000, "reno"),
     );
-    s.relay = Some(RelaySpec { path: RelayPath::S2c, delay_ms: 15.0, ..Default::default() });
-    s.tbf = Some(TbfSpec { to_server: true, rate: "100mbit".into(), burst: "16kb".into(), limit: "64kb".into() });
+    s.relay = Some(RelaySpec {
+        path: RelayPath::S2c,
+        delay_ms: 15.0,
+        ..Default::default()
+    });
+    s.tbf = Some(TbfSpec {
+        to_server: true,
+        rate: "100mbit".into(),
+        burst: "16kb".into(),
+        limit: "64kb".into(),
+    });
     s.sender_wmem_max = Some(33_554_432);
-    s.expect = Expect { min_burst_losses: 1, additive_increase: true, ..Default::default() };
+    s.expect = Expect {
+        min_burst_losses: 1,
+        additive_increase: true,
+        ..Default::default()
+    };
     v.push(s);
     // storage
     for (name, op, desc) in [
-        ("smb3_read_clean", StorageOp::Smb3Read, "clean SMB3 read, RTT 10 ms"),
-        ("nfs3_read_clean", StorageOp::Nfs3Read, "clean NFSv3 read, RTT 10 ms"),
-        ("nfs4_read_clean", StorageOp::Nfs4Read, "clean NFSv4.0 read, RTT 10 ms"),
-        ("iscsi_read_clean", StorageOp::IscsiRead, "clean iSCSI read (iscsi-perf 1 s), RTT 10 ms"),
+        (
+            "smb3_read_clean",
+            StorageOp::Smb3Read,
+            "clean SMB3 read, RTT 10 ms",
+        ),
+        (
+            "nfs3_read_clean",
+            StorageOp::Nfs3Read,
+            "clean NFSv3 read, RTT 10 ms",
+        ),
+        (
+            "nfs4_read_clean",
+            StorageOp::Nfs4Read,
+            "clean NFSv4.0 read, RTT 10 ms",
+        ),
+        (
+            "iscsi_read_clean",
+            StorageOp::IscsiRead,
+            "clean iSCSI read (iscsi-perf 1 s), RTT 10 ms",
+        ),
     ] {
         let mut s = base(name, desc, storage(op));
         s.snaplen = 0;
         s.expect.no_retransmissions = true;
         v.push(s);
     }
-    for (name, op, port) in [("smb3_write_loss1pct", StorageOp::Smb3Write, 445), ("nfs3_write_loss1pct", StorageOp::Nfs3Write, 2049)] {
-        let mut s = base(name, "storage write under 1% random loss (nft numgen on the router), RTT 10 ms", storage(op));
+    for (name, op, port) in [
+        ("smb3_write_loss1pct", StorageOp::Smb3Write, 445),
+        ("nfs3_write_loss1pct", StorageOp::Nfs3Write, 2049),
+    ] {
+        let mut s = base(
+            name,
+            "storage write under 1% random loss (nft numgen on the router), RTT 10 ms",
+            storage(op),
+        );
         s.snaplen = 0;
-        s.nft_loss = Some(NftLossSpec { hook: NftHook::RouterForward, per_mille: 10, dport: port });
+        s.nft_loss = Some(NftLossSpec {
+            hook: NftHook::RouterForward,
+            per_mille: 10,
+            dport: port,
+        });
         v.push(s);
     }
     let mut s = base(
         "case003_nfs_write_stall",
         "NFSv3 WRITE/COMMIT while the server (ganesha) is stopped for 5 s (SIGSTOP/SIGCONT)",
-        Workload::Storage { op: StorageOp::Nfs3Write, mib: 8, short_mib: 4, server_stall_ms: 5000, server_cc: "reno".into() },
+        Workload::Storage {
+            op: StorageOp::Nfs3Write,
+            mib: 8,
+            short_mib: 4,
+            server_stall_ms: 5000,
+            server_cc: "reno".into(),
+        },
     );
     s.snaplen = 0;
     s.expect.stall_ms = 5000;
@@ -397,8 +490,21 @@ mod tests {
         let n = names.len();
         names.dedup();
         assert_eq!(n, names.len());
-        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')));
-        for must in ["clean_bulk_cubic", "clean_bulk_reno", "case000_rto_delack", "case000_rto_quickack", "case001_reorder_time", "case002_slow_reader", "case002_rx_host_drops", "case004_tbf_burst"] {
+        assert!(
+            names
+                .iter()
+                .all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        );
+        for must in [
+            "clean_bulk_cubic",
+            "clean_bulk_reno",
+            "case000_rto_delack",
+            "case000_rto_quickack",
+            "case001_reorder_time",
+            "case002_slow_reader",
+            "case002_rx_host_drops",
+            "case004_tbf_burst",
+        ] {
             assert!(find(must).is_some(), "{must}");
         }
     }
@@ -413,7 +519,10 @@ mod tests {
 
     #[test]
     fn case000_pair_differs_only_in_quickack() {
-        let (a, b) = (find("case000_rto_delack").unwrap(), find("case000_rto_quickack").unwrap());
+        let (a, b) = (
+            find("case000_rto_delack").unwrap(),
+            find("case000_rto_quickack").unwrap(),
+        );
         assert_eq!(a.relay, b.relay);
         assert_eq!(a.workload, b.workload);
         assert!(!a.receiver_route.quickack && b.receiver_route.quickack);

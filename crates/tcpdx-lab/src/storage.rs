@@ -32,7 +32,13 @@ impl Services {
     }
 
     /// Runs the client operation.
-    pub fn run_client(&mut self, _n: &Names, _sc: &Scenario, _short: bool, _out: &Path) -> Result<serde_json::Value> {
+    pub fn run_client(
+        &mut self,
+        _n: &Names,
+        _sc: &Scenario,
+        _short: bool,
+        _out: &Path,
+    ) -> Result<serde_json::Value> {
         bail!("storage workloads are not implemented yet")
     }
 

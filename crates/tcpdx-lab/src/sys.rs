@@ -22,14 +22,21 @@ struct IfReq {
 /// Opens (creating if needed) the TUN device `name` in the current netns, non-blocking, no PI header.
 pub fn open_tun(name: &str) -> io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad interface name",
+        ));
     }
     let f = OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
         .open("/dev/net/tun")?;
-    let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TUN | IFF_NO_PI,
+        _pad: [0; 22],
+    };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     // SAFETY: TUNSETIFF reads/writes a struct ifreq, which IfReq matches in size and layout.
     let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
@@ -43,12 +50,18 @@ pub fn open_tun(name: &str) -> io::Result<File> {
 
 /// Waits until `fd` is readable or `timeout` (None = forever) passes; returns true if readable.
 pub fn poll_readable(fd: &impl AsRawFd, timeout: Option<Duration>) -> io::Result<bool> {
-    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: pfd and tsp point to valid memory for the duration of the call.
     let rc = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
     if rc < 0 {
@@ -62,7 +75,10 @@ pub fn poll_readable(fd: &impl AsRawFd, timeout: Option<Duration>) -> io::Result
 }
 
 fn clock_ns(id: libc::clockid_t) -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
@@ -125,5 +141,9 @@ pub fn tcp_outq(fd: &impl AsRawFd) -> io::Result<i32> {
     let mut v: libc::c_int = 0;
     // SAFETY: SIOCOUTQ writes one int.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut v as *mut libc::c_int) };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(v) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
 }

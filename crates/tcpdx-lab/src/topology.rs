@@ -158,7 +158,8 @@ fn hash_pid() -> u16 {
 
 fn octets_in_use() -> Result<Vec<u8>> {
     let mut used = Vec::new();
-    let text = run("ip", &["-4", "-o", "addr", "show"])? + &run("ip", &["-4", "route", "show", "table", "all"])?;
+    let text = run("ip", &["-4", "-o", "addr", "show"])?
+        + &run("ip", &["-4", "route", "show", "table", "all"])?;
     for tok in text.split(|c: char| c.is_whitespace() || c == '/') {
         let mut it = tok.split('.');
         if it.next() == Some("10") {
@@ -181,7 +182,9 @@ pub fn pick_names() -> Result<Names> {
     for _ in 0..64 {
         let octet = 200 + (h % 55) as u8;
         let n = Names::new(h, octet);
-        let clash = existing.split_whitespace().any(|w| w.starts_with(&n.prefix));
+        let clash = existing
+            .split_whitespace()
+            .any(|w| w.starts_with(&n.prefix));
         if !used.contains(&octet) && !clash {
             return Ok(n);
         }
@@ -191,7 +194,11 @@ pub fn pick_names() -> Result<Names> {
 }
 
 fn read_backlog() -> Option<u32> {
-    std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog").ok()?.trim().parse().ok()
+    std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn write_backlog(v: u32) -> Result<()> {
@@ -205,7 +212,9 @@ fn state_path(prefix: &str) -> PathBuf {
 
 /// All lab state files currently present.
 pub fn list_states() -> Vec<LabState> {
-    let Ok(rd) = std::fs::read_dir(STATE_DIR) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(STATE_DIR) else {
+        return Vec::new();
+    };
     rd.filter_map(|e| e.ok())
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| serde_json::from_slice(&b).ok())
@@ -224,11 +233,23 @@ impl Lab {
             }
         }
         let names = pick_names()?;
-        let state = LabState { names: names.clone(), pid: std::process::id() as i32, saved_backlog: read_backlog() };
+        let state = LabState {
+            names: names.clone(),
+            pid: std::process::id() as i32,
+            saved_backlog: read_backlog(),
+        };
         std::fs::create_dir_all(STATE_DIR)?;
-        std::fs::write(state_path(&names.prefix), serde_json::to_vec_pretty(&state)?)?;
+        std::fs::write(
+            state_path(&names.prefix),
+            serde_json::to_vec_pretty(&state)?,
+        )?;
         ACTIVE.lock().expect("lab registry").push(state.clone());
-        let mut lab = Lab { names, mtu: cfg.mtu, state, down: false };
+        let mut lab = Lab {
+            names,
+            mtu: cfg.mtu,
+            state,
+            down: false,
+        };
         lab.build(cfg).context("building the lab topology")?;
         Ok(lab)
     }
@@ -238,8 +259,20 @@ impl Lab {
         for ns in n.namespaces() {
             run("ip", &["netns", "add", ns])?;
         }
-        run("ip", &["link", "add", &n.dev_c, "netns", &n.ns_c, "type", "veth", "peer", "name", &n.dev_rc, "netns", &n.ns_r])?;
-        run("ip", &["link", "add", &n.dev_s, "netns", &n.ns_s, "type", "veth", "peer", "name", &n.dev_rs, "netns", &n.ns_r])?;
+        run(
+            "ip",
+            &[
+                "link", "add", &n.dev_c, "netns", &n.ns_c, "type", "veth", "peer", "name",
+                &n.dev_rc, "netns", &n.ns_r,
+            ],
+        )?;
+        run(
+            "ip",
+            &[
+                "link", "add", &n.dev_s, "netns", &n.ns_s, "type", "veth", "peer", "name",
+                &n.dev_rs, "netns", &n.ns_r,
+            ],
+        )?;
         let mtu = self.mtu.to_string();
         let links = [
             (&n.ns_c, &n.dev_c, &n.ip_c),
@@ -250,40 +283,92 @@ impl Lab {
         for ns in n.namespaces() {
             run("ip", &["-n", ns, "link", "set", "dev", "lo", "up"])?;
             ns_run(ns, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
-            ns_run(ns, "sysctl", &["-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
+            ns_run(
+                ns,
+                "sysctl",
+                &["-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+            )?;
         }
         for (ns, dev, ip) in links {
-            run("ip", &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev])?;
-            run("ip", &["-n", ns, "link", "set", "dev", dev, "mtu", &mtu, "up"])?;
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev],
+            )?;
+            run(
+                "ip",
+                &["-n", ns, "link", "set", "dev", dev, "mtu", &mtu, "up"],
+            )?;
             if !cfg.offloads {
-                ns_run(ns, "ethtool", &["-K", dev, "tso", "off", "gso", "off", "gro", "off"])?;
+                ns_run(
+                    ns,
+                    "ethtool",
+                    &["-K", dev, "tso", "off", "gso", "off", "gro", "off"],
+                )?;
             }
-            ns_write(ns, &format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus"), RPS_MASK)?;
+            ns_write(
+                ns,
+                &format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus"),
+                RPS_MASK,
+            )?;
         }
-        run("ip", &["-n", &n.ns_c, "route", "add", "default", "via", &n.ip_rc])?;
-        run("ip", &["-n", &n.ns_s, "route", "add", "default", "via", &n.ip_rs])?;
-        for kv in ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"] {
+        run(
+            "ip",
+            &["-n", &n.ns_c, "route", "add", "default", "via", &n.ip_rc],
+        )?;
+        run(
+            "ip",
+            &["-n", &n.ns_s, "route", "add", "default", "via", &n.ip_rs],
+        )?;
+        for kv in [
+            "net.ipv4.ip_forward=1",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.default.rp_filter=0",
+        ] {
             ns_run(&n.ns_r, "sysctl", &["-qw", kv])?;
         }
         let mac = |ns: &str, dev: &str| -> Result<String> {
             let out = ns_run(ns, "cat", &[&format!("/sys/class/net/{dev}/address")])?;
             Ok(out.trim().to_string())
         };
-        let (cm, sm, rcm, rsm) = (mac(&n.ns_c, &n.dev_c)?, mac(&n.ns_s, &n.dev_s)?, mac(&n.ns_r, &n.dev_rc)?, mac(&n.ns_r, &n.dev_rs)?);
+        let (cm, sm, rcm, rsm) = (
+            mac(&n.ns_c, &n.dev_c)?,
+            mac(&n.ns_s, &n.dev_s)?,
+            mac(&n.ns_r, &n.dev_rc)?,
+            mac(&n.ns_r, &n.dev_rs)?,
+        );
         for (ns, ip, mac, dev) in [
             (&n.ns_c, &n.ip_rc, &rcm, &n.dev_c),
             (&n.ns_r, &n.ip_c, &cm, &n.dev_rc),
             (&n.ns_r, &n.ip_s, &sm, &n.dev_rs),
             (&n.ns_s, &n.ip_rs, &rsm, &n.dev_s),
         ] {
-            run("ip", &["-n", ns, "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"])?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "neigh",
+                    "replace",
+                    ip,
+                    "lladdr",
+                    mac,
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
         }
         let mark = format!(
             "table inet tdxmark {{\n chain pre {{ type filter hook prerouting priority -150; policy accept; meta mark set {LAB_MARK:#x}; }}\n}}\n"
         );
         for ns in [&n.ns_c, &n.ns_s] {
             cmd::run_stdin("ip", &["netns", "exec", ns, "nft", "-f", "-"], &mark)?;
-            ns_run(ns, "sysctl", &["-qw", "net.ipv4.tcp_congestion_control=reno"])?;
+            ns_run(
+                ns,
+                "sysctl",
+                &["-qw", "net.ipv4.tcp_congestion_control=reno"],
+            )?;
         }
         write_backlog(LAB_BACKLOG)?;
         Ok(())
@@ -311,7 +396,11 @@ impl Drop for Lab {
 /// Pids of processes running inside namespace `ns`.
 pub fn ns_pids(ns: &str) -> Vec<i32> {
     run("ip", &["netns", "pids", ns])
-        .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -352,7 +441,10 @@ pub fn teardown_state(st: &LabState) {
         run_quiet("ip", &["netns", "del", ns]);
     }
     crate::trace::remove_instances(&n.prefix);
-    let others = list_states().into_iter().filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid)).count();
+    let others = list_states()
+        .into_iter()
+        .filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid))
+        .count();
     if others == 0 {
         if let Some(b) = st.saved_backlog {
             let _ = write_backlog(b);
@@ -388,7 +480,9 @@ pub fn cleanup(force: bool) -> Result<usize> {
         if let Some(b) = restore {
             write_backlog(b)?;
         } else if read_backlog() == Some(LAB_BACKLOG) {
-            eprintln!("note: netdev_max_backlog is {LAB_BACKLOG} and no saved value was found; setting 1000");
+            eprintln!(
+                "note: netdev_max_backlog is {LAB_BACKLOG} and no saved value was found; setting 1000"
+            );
             write_backlog(1000)?;
         }
     }

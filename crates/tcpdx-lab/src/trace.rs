@@ -12,7 +12,12 @@ use std::time::Duration;
 
 /// tracefs mount point.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
-const EVENTS: [&str; 4] = ["tcp_probe", "tcp_cong_state_set", "tcp_retransmit_skb", "tcp_receive_reset"];
+const EVENTS: [&str; 4] = [
+    "tcp_probe",
+    "tcp_cong_state_set",
+    "tcp_retransmit_skb",
+    "tcp_receive_reset",
+];
 
 /// Mounts tracefs if it is not mounted yet.
 pub fn ensure_mounted() -> Result<()> {
@@ -41,12 +46,17 @@ pub struct TraceStats {
 }
 
 fn wr(dir: &Path, file: &str, v: &str) -> Result<()> {
-    std::fs::write(dir.join(file), v).with_context(|| format!("writing {v:?} to {}/{file}", dir.display()))
+    std::fs::write(dir.join(file), v)
+        .with_context(|| format!("writing {v:?} to {}/{file}", dir.display()))
 }
 
 /// Filter expression matching any of `ports` as source or destination port.
 pub fn port_filter(ports: &[u16]) -> String {
-    ports.iter().map(|p| format!("sport == {p} || dport == {p}")).collect::<Vec<_>>().join(" || ")
+    ports
+        .iter()
+        .map(|p| format!("sport == {p} || dport == {p}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
 }
 
 impl Tracer {
@@ -62,7 +72,11 @@ impl Tracer {
         wr(&dir, "trace_clock", "tai")?;
         wr(&dir, "buffer_size_kb", "16384")?;
         let pf = port_filter(ports);
-        let probe_filter = if std::env::var_os("TDX_TRACE_NOMARK").is_some() { pf.clone() } else { format!("mark == {mark:#x} && ({pf})") };
+        let probe_filter = if std::env::var_os("TDX_TRACE_NOMARK").is_some() {
+            pf.clone()
+        } else {
+            format!("mark == {mark:#x} && ({pf})")
+        };
         wr(&dir, "events/tcp/tcp_probe/filter", &probe_filter)?;
         for e in EVENTS {
             if e != "tcp_probe" {
@@ -79,7 +93,11 @@ impl Tracer {
             .spawn()
             .context("starting trace_pipe reader")?;
         wr(&dir, "tracing_on", "1")?;
-        Ok(Tracer { dir, reader, out: out.to_path_buf() })
+        Ok(Tracer {
+            dir,
+            reader,
+            out: out.to_path_buf(),
+        })
     }
 
     /// Stops tracing, drains the pipe, removes the instance and returns ring counters.
@@ -91,7 +109,11 @@ impl Tracer {
             for e in rd.flatten() {
                 let text = std::fs::read_to_string(e.path().join("stats")).unwrap_or_default();
                 for l in text.lines() {
-                    let v: u64 = l.rsplit(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let v: u64 = l
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(0);
                     if l.starts_with("overrun") {
                         st.overrun += v;
                     } else if l.starts_with("dropped events") {
@@ -122,7 +144,9 @@ fn remove_instance(dir: &Path) {
 
 /// Removes every tracefs instance whose name starts with `prefix`.
 pub fn remove_instances(prefix: &str) {
-    let Ok(rd) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return };
+    let Ok(rd) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else {
+        return;
+    };
     for e in rd.flatten() {
         if e.file_name().to_string_lossy().starts_with(prefix) {
             remove_instance(&e.path());
@@ -175,6 +199,8 @@ pub enum TraceEvent {
         src: SocketAddrV4,
         /// Remote address.
         dst: SocketAddrV4,
+        /// Error of the attempt (0: sent; non-zero: nothing reached the wire).
+        err: i32,
     },
     /// tcp_receive_reset.
     Reset {
@@ -220,7 +246,9 @@ fn parse_ts(s: &str) -> Option<i64> {
 }
 
 fn strip_mapped(a: &str) -> &str {
-    a.trim_start_matches('[').trim_start_matches("::ffff:").trim_end_matches(']')
+    a.trim_start_matches('[')
+        .trim_start_matches("::ffff:")
+        .trim_end_matches(']')
 }
 
 fn sockaddr(a: &str) -> Option<SocketAddrV4> {
@@ -239,7 +267,10 @@ pub fn parse_line(line: &str) -> Option<TraceEvent> {
     let ts = parse_ts(head.split_whitespace().last()?)?;
     let body = it.next()?;
     let (ev, kv) = body.split_once(": ")?;
-    let get = |k: &str| kv.split_whitespace().find_map(|w| w.strip_prefix(k)?.strip_prefix('='));
+    let get = |k: &str| {
+        kv.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+    };
     let num = |k: &str| -> Option<u32> {
         let v = get(k)?;
         match v.strip_prefix("0x") {
@@ -247,7 +278,9 @@ pub fn parse_line(line: &str) -> Option<TraceEvent> {
             None => v.parse().ok(),
         }
     };
-    let v4 = |a: &str, p: &str| -> Option<SocketAddrV4> { format!("{}:{}", get(a)?, get(p)?).parse().ok() };
+    let v4 = |a: &str, p: &str| -> Option<SocketAddrV4> {
+        format!("{}:{}", get(a)?, get(p)?).parse().ok()
+    };
     match ev.trim() {
         "tcp_probe" => Some(TraceEvent::Probe {
             t_ns: ts,
@@ -267,19 +300,25 @@ pub fn parse_line(line: &str) -> Option<TraceEvent> {
             dst: v4("daddr", "dport")?,
             state: num("cong_state")? as u8,
         }),
-        "tcp_retransmit_skb" => {
-            Some(TraceEvent::Retransmit { t_ns: ts, src: v4("saddr", "sport")?, dst: v4("daddr", "dport")? })
-        }
-        "tcp_receive_reset" => {
-            Some(TraceEvent::Reset { t_ns: ts, src: v4("saddr", "sport")?, dst: v4("daddr", "dport")? })
-        }
+        "tcp_retransmit_skb" => Some(TraceEvent::Retransmit {
+            t_ns: ts,
+            src: v4("saddr", "sport")?,
+            dst: v4("daddr", "dport")?,
+            err: get("err").and_then(|e| e.parse().ok()).unwrap_or(0),
+        }),
+        "tcp_receive_reset" => Some(TraceEvent::Reset {
+            t_ns: ts,
+            src: v4("saddr", "sport")?,
+            dst: v4("daddr", "dport")?,
+        }),
         _ => None,
     }
 }
 
 /// Parses a whole trace file, sorted by time (trace_pipe is not ordered across CPUs).
 pub fn parse_file(path: &Path) -> Result<Vec<TraceEvent>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut v: Vec<TraceEvent> = text.lines().filter_map(parse_line).collect();
     v.sort_by_key(TraceEvent::t_ns);
     Ok(v)
@@ -295,7 +334,17 @@ mod tests {
 
     #[test]
     fn parses_probe() {
-        let TraceEvent::Probe { t_ns, src, dst, snd_nxt, snd_una, cwnd, srtt_us, .. } = parse_line(PROBE).unwrap() else {
+        let TraceEvent::Probe {
+            t_ns,
+            src,
+            dst,
+            snd_nxt,
+            snd_una,
+            cwnd,
+            srtt_us,
+            ..
+        } = parse_line(PROBE).unwrap()
+        else {
             panic!()
         };
         assert_eq!(t_ns, 1_763_775_000_123_456_000);
@@ -307,13 +356,20 @@ mod tests {
     #[test]
     fn parses_mapped_v6_probe_addresses() {
         let l = PROBE.replace("src=10.201.1.2:40000", "src=[::ffff:10.201.1.2]:40000");
-        assert_eq!(parse_line(&l).unwrap().addrs().0.to_string(), "10.201.1.2:40000");
+        assert_eq!(
+            parse_line(&l).unwrap().addrs().0.to_string(),
+            "10.201.1.2:40000"
+        );
     }
 
     #[test]
     fn parses_state_and_retransmit() {
-        assert!(matches!(parse_line(CS), Some(TraceEvent::CongState { state: 4, .. })));
+        assert!(matches!(
+            parse_line(CS),
+            Some(TraceEvent::CongState { state: 4, .. })
+        ));
         let r = parse_line(RTX).unwrap();
+        assert!(matches!(r, TraceEvent::Retransmit { err: 0, .. }));
         assert_eq!(r.addrs().1.to_string(), "10.201.2.2:15301");
         assert_eq!(r.t_ns(), 1_763_775_000_200_002_000);
         assert!(parse_line("# tracer: nop").is_none());
@@ -321,6 +377,9 @@ mod tests {
 
     #[test]
     fn filter_text() {
-        assert_eq!(port_filter(&[1, 2]), "sport == 1 || dport == 1 || sport == 2 || dport == 2");
+        assert_eq!(
+            port_filter(&[1, 2]),
+            "sport == 1 || dport == 1 || sport == 2 || dport == 2"
+        );
     }
 }

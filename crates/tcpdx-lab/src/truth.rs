@@ -179,8 +179,8 @@ pub struct RtoEpisode {
     pub end_ns: i64,
     /// First ACK that advanced snd_una after the RTO retransmission.
     pub first_ack_ns: Option<i64>,
-    /// Bytes in flight when that ACK arrived.
-    pub inflight_at_ack: Option<u32>,
+    /// cwnd (segments) when that ACK arrived, before processing it (1: a lone segment).
+    pub cwnd_at_ack: Option<u32>,
 }
 
 /// Delayed-ACK pause: a lone segment in flight whose ACK came much later than one RTT.
@@ -194,7 +194,7 @@ pub struct DelackPause {
     pub length_ns: i64,
     /// length minus the path RTT (ns): the receiver's hold time.
     pub excess_ns: i64,
-    /// Segments in flight (1 for the pattern).
+    /// Segments the sender could have in flight (its cwnd; 1 for the pattern).
     pub inflight_segments: u32,
 }
 
@@ -278,6 +278,8 @@ pub struct Connection {
     pub retransmissions: Vec<Retransmission>,
     /// Sum of retransmitted segments.
     pub retransmitted_segments: u32,
+    /// tcp_retransmit_skb events with a non-zero error (nothing sent; not in `retransmissions`).
+    pub failed_retransmit_attempts: u32,
     /// Congestion-state intervals of the sender.
     pub cong_states: Vec<StateInterval>,
     /// Decimated cwnd/ssthresh/srtt samples at the sender.
@@ -329,7 +331,10 @@ pub struct InjectedEvent {
 /// Parses the relay's JSONL log.
 pub fn parse_relay_log(text: &str) -> Injected {
     let mut inj = Injected::default();
-    for e in text.lines().filter_map(|l| serde_json::from_str::<InjectedEvent>(l).ok()) {
+    for e in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<InjectedEvent>(l).ok())
+    {
         match e.ev.as_str() {
             "reorder" => inj.reorders.push(e),
             "blackout_start" => inj.blackouts.push(e),
@@ -360,7 +365,10 @@ fn seq_lt(a: u32, b: u32) -> bool {
 pub fn capture_retransmissions(pkts: &[Pkt], sender: SocketAddrV4) -> Vec<Pkt> {
     let mut out = Vec::new();
     let mut high: Option<u32> = None;
-    for p in pkts.iter().filter(|p| p.src == sender.ip().octets() && p.sport == sender.port()) {
+    for p in pkts
+        .iter()
+        .filter(|p| p.src == sender.ip().octets() && p.sport == sender.port())
+    {
         if p.len == 0 {
             if p.syn() {
                 high = Some(p.seq.wrapping_add(1));
@@ -380,42 +388,40 @@ pub fn capture_retransmissions(pkts: &[Pkt], sender: SocketAddrV4) -> Vec<Pkt> {
     out
 }
 
-/// Matches kernel retransmission times with capture retransmissions: each trace event
-/// takes the earliest unused capture retransmission within `tol_ns`, plus the packets
-/// contiguous in sequence right after it (one skb can carry several MSS).
+/// Matches kernel retransmission times with capture retransmissions. The tap sees a
+/// retransmitted packet just before tcp_retransmit_skb fires (the event follows the
+/// transmit), so each capture packet belongs to the first event at or after its time
+/// (2 µs slack for the trace's µs resolution), if that event is within `tol_ns`. One
+/// event can own several packets: one skb can carry several MSS.
 pub fn match_retransmissions(trace_t: &[i64], cap: &[Pkt], tol_ns: i64) -> Vec<Retransmission> {
-    let mut used = vec![false; cap.len()];
-    let mut out = Vec::new();
-    for (k, &t) in trace_t.iter().enumerate() {
-        let next_t = trace_t.get(k + 1).copied().unwrap_or(i64::MAX);
-        let best = cap
-            .iter()
-            .enumerate()
-            .find(|(i, p)| !used[*i] && (p.t_ns - t).abs() <= tol_ns);
-        let Some((i, first)) = best else {
-            out.push(Retransmission { t_ns: t, seq: None, segments: 0, pcap_t_ns: None, reordered_original: false });
-            continue;
-        };
-        used[i] = true;
-        let mut segs = 1;
-        let mut end = first.seq.wrapping_add(first.len);
-        for (j, p) in cap.iter().enumerate().skip(i + 1) {
-            if used[j] || p.t_ns - first.t_ns > 200_000 || p.t_ns > next_t {
-                break;
-            }
-            if p.seq == end {
-                used[j] = true;
-                segs += 1;
-                end = p.seq.wrapping_add(p.len);
-            }
-        }
-        out.push(Retransmission {
+    const SLACK_NS: i64 = 2_000;
+    let mut out: Vec<Retransmission> = trace_t
+        .iter()
+        .map(|&t| Retransmission {
             t_ns: t,
-            seq: Some(first.seq),
-            segments: segs,
-            pcap_t_ns: Some(first.t_ns),
+            seq: None,
+            segments: 0,
+            pcap_t_ns: None,
             reordered_original: false,
-        });
+        })
+        .collect();
+    let mut k = 0;
+    for p in cap {
+        while k < trace_t.len() && trace_t[k] < p.t_ns - SLACK_NS {
+            k += 1;
+        }
+        if k == trace_t.len() {
+            break;
+        }
+        if trace_t[k] - p.t_ns > tol_ns {
+            continue;
+        }
+        let r = &mut out[k];
+        if r.seq.is_none() {
+            r.seq = Some(p.seq);
+            r.pcap_t_ns = Some(p.t_ns);
+        }
+        r.segments += 1;
     }
     out
 }
@@ -441,12 +447,23 @@ pub fn reduce_connection(inp: &ConnInput) -> Connection {
     let (snd, rcv) = (inp.sender, inp.receiver);
     let mine = |e: &&TraceEvent| e.addrs() == (snd, rcv);
     let evs: Vec<&TraceEvent> = inp.events.iter().filter(mine).collect();
-    let mut c = Connection { sender: snd.to_string(), receiver: rcv.to_string(), mss: inp.mss, ..Default::default() };
+    let mut c = Connection {
+        sender: snd.to_string(),
+        receiver: rcv.to_string(),
+        mss: inp.mss,
+        ..Default::default()
+    };
     let last_t = evs.last().map_or(0, |e| e.t_ns());
 
     // retransmissions
-    let rtx_t: Vec<i64> =
-        evs.iter().filter_map(|e| matches!(e, TraceEvent::Retransmit { .. }).then(|| e.t_ns())).collect();
+    let rtx_t: Vec<i64> = evs
+        .iter()
+        .filter_map(|e| matches!(e, TraceEvent::Retransmit { err: 0, .. }).then(|| e.t_ns()))
+        .collect();
+    c.failed_retransmit_attempts = evs
+        .iter()
+        .filter(|e| matches!(e, TraceEvent::Retransmit { err, .. } if *err != 0))
+        .count() as u32;
     let cap_rtx = capture_retransmissions(inp.sender_pcap, snd);
     c.retransmissions = match_retransmissions(&rtx_t, &cap_rtx, 5_000_000);
     for r in &mut c.retransmissions {
@@ -474,35 +491,56 @@ pub fn reduce_connection(inp: &ConnInput) -> Connection {
     for e in &evs {
         if let TraceEvent::CongState { t_ns, state, .. } = e {
             if let Some((s, t0)) = cur {
-                c.cong_states.push(StateInterval { state: state_name(s).into(), start_ns: t0, end_ns: *t_ns });
+                c.cong_states.push(StateInterval {
+                    state: state_name(s).into(),
+                    start_ns: t0,
+                    end_ns: *t_ns,
+                });
             }
             cur = Some((*state, *t_ns));
         }
     }
     if let Some((s, t0)) = cur {
-        c.cong_states.push(StateInterval { state: state_name(s).into(), start_ns: t0, end_ns: last_t.max(t0) });
+        c.cong_states.push(StateInterval {
+            state: state_name(s).into(),
+            start_ns: t0,
+            end_ns: last_t.max(t0),
+        });
     }
 
     // samples (ACKs arriving at the sender)
     let probes: Vec<Sample> = evs
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Probe { t_ns, data_len: 0, snd_nxt, snd_una, cwnd, ssthresh, snd_wnd, srtt_us, .. } => {
-                Some(Sample {
-                    t_ns: *t_ns,
-                    cwnd: *cwnd,
-                    ssthresh: *ssthresh,
-                    srtt_us: *srtt_us,
-                    snd_wnd: *snd_wnd,
-                    inflight: snd_nxt.wrapping_sub(*snd_una),
-                })
-            }
+            TraceEvent::Probe {
+                t_ns,
+                data_len: 0,
+                snd_nxt,
+                snd_una,
+                cwnd,
+                ssthresh,
+                snd_wnd,
+                srtt_us,
+                ..
+            } => Some(Sample {
+                t_ns: *t_ns,
+                cwnd: *cwnd,
+                ssthresh: *ssthresh,
+                srtt_us: *srtt_us,
+                snd_wnd: *snd_wnd,
+                inflight: snd_nxt.wrapping_sub(*snd_una),
+            }),
             _ => None,
         })
         .collect();
     c.samples_total = probes.len();
-    c.min_srtt_us = probes.iter().map(|p| p.srtt_us).filter(|&s| s > 0).min().unwrap_or(0);
-    c.episodes = episodes(&c, &probes, &evs, inp.mss);
+    c.min_srtt_us = probes
+        .iter()
+        .map(|p| p.srtt_us)
+        .filter(|&s| s > 0)
+        .min()
+        .unwrap_or(0);
+    c.episodes = episodes(&c, &probes, &evs);
     c.samples = decimate(&probes, MAX_SAMPLES);
     c
 }
@@ -527,10 +565,9 @@ pub fn decimate(s: &[Sample], max: usize) -> Vec<Sample> {
     keep
 }
 
-fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent], mss: u32) -> Episodes {
+fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes {
     let mut ep = Episodes::default();
     let rtt_ns = i64::from(c.min_srtt_us) * 1000;
-    let mss = mss.max(1);
     // loss episodes: maximal runs of non-Open, non-Disorder states
     let mut i = 0;
     let st = &c.cong_states;
@@ -545,14 +582,22 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent], mss: u32) ->
                 j += 1;
             }
             let end = st.get(j).map_or(st[st.len() - 1].end_ns, |x| x.start_ns);
-            let segs: u32 =
-                c.retransmissions.iter().filter(|r| r.t_ns >= start && r.t_ns <= end).map(|r| r.segments).sum();
+            let segs: u32 = c
+                .retransmissions
+                .iter()
+                .filter(|r| r.t_ns >= start && r.t_ns <= end)
+                .map(|r| r.segments)
+                .sum();
             if segs >= 3 {
                 ep.burst_losses.push(BurstLoss {
                     start_ns: start,
                     end_ns: end,
                     retransmitted_segments: segs,
-                    state: if had_loss { "Loss".into() } else { "Recovery".into() },
+                    state: if had_loss {
+                        "Loss".into()
+                    } else {
+                        "Recovery".into()
+                    },
                 });
             }
             i = j.max(i + 1);
@@ -562,32 +607,51 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent], mss: u32) ->
     }
     // RTOs: every entry into Loss
     for s in st.iter().filter(|s| s.state == "Loss") {
-        let rtx = c.retransmissions.iter().find(|r| r.t_ns >= s.start_ns).map_or(s.start_ns, |r| r.t_ns);
-        let end = st.iter().find(|x| x.start_ns > s.start_ns && x.state == "Open").map_or(s.end_ns, |x| x.start_ns);
+        let rtx = c
+            .retransmissions
+            .iter()
+            .find(|r| r.t_ns >= s.start_ns)
+            .map_or(s.start_ns, |r| r.t_ns);
+        let end = st
+            .iter()
+            .find(|x| x.start_ns > s.start_ns && x.state == "Open")
+            .map_or(s.end_ns, |x| x.start_ns);
         // first probe after the retransmission whose ACK advances snd_una
         let una: Vec<(i64, u32, u32)> = evs
             .iter()
             .filter_map(|e| match e {
-                TraceEvent::Probe { t_ns, data_len: 0, snd_una, snd_nxt, .. } => Some((*t_ns, *snd_una, *snd_nxt)),
+                TraceEvent::Probe {
+                    t_ns,
+                    data_len: 0,
+                    snd_una,
+                    cwnd,
+                    ..
+                } => Some((*t_ns, *snd_una, *cwnd)),
                 _ => None,
             })
             .collect();
+        // (time, cwnd before processing) of the first ACK that advances snd_una
         let mut first_ack = una
             .windows(2)
             .find(|w| w[0].0 > rtx && w[1].1 != w[0].1)
-            .map(|w| (w[0].0, w[0].2.wrapping_sub(w[0].1)));
+            .map(|w| (w[0].0, w[0].2));
         // fallback: the last probe of the run acknowledged it
         if first_ack.is_none() {
-            first_ack = probes.iter().find(|p| p.t_ns > rtx).map(|p| (p.t_ns, p.inflight));
+            first_ack = probes
+                .iter()
+                .find(|p| p.t_ns > rtx)
+                .map(|p| (p.t_ns, p.cwnd));
         }
         ep.rtos.push(RtoEpisode {
             start_ns: s.start_ns,
             end_ns: end,
             first_ack_ns: first_ack.map(|a| a.0),
-            inflight_at_ack: first_ack.map(|a| a.1),
+            cwnd_at_ack: first_ack.map(|a| a.1),
         });
-        if let Some((t_ack, inflight)) = first_ack {
-            let segs = inflight.div_ceil(mss);
+        if let Some((t_ack, cwnd)) = first_ack {
+            // after an RTO, cwnd 1 means the retransmission is the only segment in flight
+            // (snd_nxt - snd_una is useless here: Linux does not rewind snd_nxt)
+            let segs = cwnd;
             let length = t_ack - rtx;
             let excess = length - rtt_ns;
             if segs <= 1 && excess >= 20_000_000 && rtt_ns > 0 {
@@ -602,16 +666,24 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent], mss: u32) ->
         }
     }
     // congestion-avoidance growth between loss episodes
-    let boundaries: Vec<(i64, i64)> = ep.burst_losses.iter().map(|b| (b.start_ns, b.end_ns)).collect();
+    let boundaries: Vec<(i64, i64)> = ep
+        .burst_losses
+        .iter()
+        .map(|b| (b.start_ns, b.end_ns))
+        .collect();
     let mut phases: Vec<(i64, i64)> = Vec::new();
     for (k, b) in boundaries.iter().enumerate() {
         let next = boundaries.get(k + 1).map_or(i64::MAX, |n| n.0);
         phases.push((b.1, next));
     }
     for (a, b) in phases {
-        let ca: Vec<&Sample> =
-            probes.iter().filter(|p| p.t_ns > a && p.t_ns < b && p.cwnd >= p.ssthresh && p.ssthresh < 1 << 30).collect();
-        let (Some(f), Some(l)) = (ca.first(), ca.last()) else { continue };
+        let ca: Vec<&Sample> = probes
+            .iter()
+            .filter(|p| p.t_ns > a && p.t_ns < b && p.cwnd >= p.ssthresh && p.ssthresh < 1 << 30)
+            .collect();
+        let (Some(f), Some(l)) = (ca.first(), ca.last()) else {
+            continue;
+        };
         let srtt = ca.iter().map(|p| f64::from(p.srtt_us)).sum::<f64>() / ca.len() as f64 * 1000.0;
         let rtts = (l.t_ns - f.t_ns) as f64 / srtt.max(1.0);
         if rtts >= 4.0 {
@@ -631,7 +703,10 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent], mss: u32) ->
         match (zw, p.snd_wnd == 0) {
             (None, true) => zw = Some(p.t_ns),
             (Some(s), false) => {
-                ep.zero_windows.push(ZeroWindow { start_ns: s, end_ns: p.t_ns });
+                ep.zero_windows.push(ZeroWindow {
+                    start_ns: s,
+                    end_ns: p.t_ns,
+                });
                 zw = None;
             }
             _ => {}
@@ -659,14 +734,26 @@ pub fn find_senders(events: &[TraceEvent]) -> Vec<(SocketAddrV4, SocketAddrV4)> 
     let mut acked: BTreeMap<(SocketAddrV4, SocketAddrV4), u64> = BTreeMap::new();
     for e in events {
         match e {
-            TraceEvent::Probe { src, dst, data_len: 0, snd_nxt, snd_una, .. } => {
-                *acked.entry((*src, *dst)).or_default() += u64::from(snd_nxt.wrapping_sub(*snd_una) > 0);
+            TraceEvent::Probe {
+                src,
+                dst,
+                data_len: 0,
+                snd_nxt,
+                snd_una,
+                ..
+            } => {
+                *acked.entry((*src, *dst)).or_default() +=
+                    u64::from(snd_nxt.wrapping_sub(*snd_una) > 0);
             }
             TraceEvent::Retransmit { src, dst, .. } => *acked.entry((*src, *dst)).or_default() += 1,
             _ => {}
         }
     }
-    acked.into_iter().filter(|(_, n)| *n > 0).map(|(k, _)| k).collect()
+    acked
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 #[cfg(test)]
@@ -694,18 +781,46 @@ mod tests {
         }
     }
     fn cs(t: i64, s: u8) -> TraceEvent {
-        TraceEvent::CongState { t_ns: t, src: sa(S), dst: sa(R), state: s }
+        TraceEvent::CongState {
+            t_ns: t,
+            src: sa(S),
+            dst: sa(R),
+            state: s,
+        }
     }
     fn rtx(t: i64) -> TraceEvent {
-        TraceEvent::Retransmit { t_ns: t, src: sa(S), dst: sa(R) }
+        TraceEvent::Retransmit {
+            t_ns: t,
+            src: sa(S),
+            dst: sa(R),
+            err: 0,
+        }
     }
     fn data(t: i64, seq: u32, len: u32) -> Pkt {
-        Pkt { t_ns: t, src: [10, 1, 1, 2], dst: [10, 1, 2, 2], sport: 40000, dport: 15301, seq, ack: 0, flags: 0x10, win: 0, len }
+        Pkt {
+            t_ns: t,
+            src: [10, 1, 1, 2],
+            dst: [10, 1, 2, 2],
+            sport: 40000,
+            dport: 15301,
+            seq,
+            ack: 0,
+            flags: 0x10,
+            win: 0,
+            len,
+        }
     }
 
     fn reduce(evs: &[TraceEvent], pcap: &[Pkt]) -> Connection {
         let inj = Injected::default();
-        reduce_connection(&ConnInput { sender: sa(S), receiver: sa(R), events: evs, sender_pcap: pcap, injected: &inj, mss: 1000 })
+        reduce_connection(&ConnInput {
+            sender: sa(S),
+            receiver: sa(R),
+            events: evs,
+            sender_pcap: pcap,
+            injected: &inj,
+            mss: 1000,
+        })
     }
 
     #[test]
@@ -719,7 +834,11 @@ mod tests {
             probe(363 * ms, 1000, 3000, 2, 5, 65535),
             cs(400 * ms, 0),
         ];
-        let pcap = vec![data(1, 0, 1000), data(2, 1000, 1000), data(300 * ms + 5, 0, 1000)];
+        let pcap = vec![
+            data(1, 0, 1000),
+            data(2, 1000, 1000),
+            data(300 * ms + 5, 0, 1000),
+        ];
         let c = reduce(&evs, &pcap);
         assert_eq!(c.retransmissions.len(), 1);
         assert_eq!(c.retransmissions[0].seq, Some(0));
@@ -728,13 +847,25 @@ mod tests {
         let p = &c.episodes.delack_pauses[0];
         assert_eq!(p.length_ns, 62 * ms - 10);
         assert_eq!(p.excess_ns, 42 * ms - 10);
-        assert_eq!(c.cong_states.iter().map(|s| s.state.as_str()).collect::<Vec<_>>(), ["Loss", "Open"]);
+        assert_eq!(
+            c.cong_states
+                .iter()
+                .map(|s| s.state.as_str())
+                .collect::<Vec<_>>(),
+            ["Loss", "Open"]
+        );
     }
 
     #[test]
     fn quick_ack_is_no_pause() {
         let ms = 1_000_000;
-        let evs = vec![probe(0, 0, 10_000, 10, 99, 65535), cs(300 * ms, 4), rtx(300 * ms), probe(321 * ms, 0, 1000, 1, 5, 65535), probe(322 * ms, 1000, 1000, 2, 5, 65535)];
+        let evs = vec![
+            probe(0, 0, 10_000, 10, 99, 65535),
+            cs(300 * ms, 4),
+            rtx(300 * ms),
+            probe(321 * ms, 0, 1000, 1, 5, 65535),
+            probe(322 * ms, 1000, 1000, 2, 5, 65535),
+        ];
         let c = reduce(&evs, &[]);
         assert_eq!(c.episodes.rtos.len(), 1);
         assert!(c.episodes.delack_pauses.is_empty());
@@ -750,7 +881,14 @@ mod tests {
         evs.push(cs(40 * ms, 0));
         // CA: cwnd 50 -> 60 over 10 RTTs of 20 ms
         for k in 0..=100 {
-            evs.push(probe(41 * ms + k * 2 * ms, 0, 1, 50 + (k / 10) as u32, 50, 65535));
+            evs.push(probe(
+                41 * ms + k * 2 * ms,
+                0,
+                1,
+                50 + (k / 10) as u32,
+                50,
+                65535,
+            ));
         }
         evs.push(cs(300 * ms, 3));
         for k in 0..3 {
@@ -766,24 +904,55 @@ mod tests {
 
     #[test]
     fn zero_window_intervals() {
-        let evs = vec![probe(1, 0, 1, 10, 5, 100), probe(2, 0, 1, 10, 5, 0), probe(3, 0, 1, 10, 5, 0), probe(9, 0, 1, 10, 5, 50)];
+        let evs = vec![
+            probe(1, 0, 1, 10, 5, 100),
+            probe(2, 0, 1, 10, 5, 0),
+            probe(3, 0, 1, 10, 5, 0),
+            probe(9, 0, 1, 10, 5, 50),
+        ];
         let c = reduce(&evs, &[]);
-        assert_eq!(c.episodes.zero_windows, vec![ZeroWindow { start_ns: 2, end_ns: 9 }]);
+        assert_eq!(
+            c.episodes.zero_windows,
+            vec![ZeroWindow {
+                start_ns: 2,
+                end_ns: 9
+            }]
+        );
     }
 
     #[test]
     fn gso_retransmission_counts_segments() {
-        let cap = vec![data(0, 0, 100), data(1, 100, 100), data(2, 200, 100), data(500, 100, 100), data(510, 200, 100)];
+        let cap = vec![
+            data(0, 0, 100),
+            data(1, 100, 100),
+            data(2, 200, 100),
+            data(500, 100, 100),
+            data(510, 200, 100),
+        ];
         let r = capture_retransmissions(&cap, sa(S));
         assert_eq!(r.len(), 2);
         let m = match_retransmissions(&[520], &r, 1000);
         assert_eq!((m[0].seq, m[0].segments), (Some(100), 2));
+        // back-to-back events 17 µs apart each own their packet
+        let cap = vec![data(995_000, 0, 100), data(1_016_000, 100, 100)];
+        let m = match_retransmissions(&[1_000_000, 1_017_000], &cap, 5_000_000);
+        assert_eq!(
+            m.iter().map(|r| (r.seq, r.segments)).collect::<Vec<_>>(),
+            [(Some(0), 1), (Some(100), 1)]
+        );
     }
 
     #[test]
     fn decimation_keeps_changes_and_bounds() {
         let s: Vec<Sample> = (0..10_000)
-            .map(|i| Sample { t_ns: i, cwnd: (i / 100) as u32, ssthresh: 5, srtt_us: 1, snd_wnd: 1, inflight: 0 })
+            .map(|i| Sample {
+                t_ns: i,
+                cwnd: (i / 100) as u32,
+                ssthresh: 5,
+                srtt_us: 1,
+                snd_wnd: 1,
+                inflight: 0,
+            })
             .collect();
         let d = decimate(&s, 500);
         assert!(d.len() <= 500 && d.len() >= 50);
@@ -795,6 +964,9 @@ mod tests {
         let l = r#"{"t_ns":5,"ev":"drop_blackout","n":3,"dir":"c2s","src":"10.1.1.2","dst":"10.1.2.2","sport":1,"dport":2,"seq":9,"len":1448}
 {"t_ns":4,"ev":"blackout_start","n":3,"dir":"c2s","src":"10.1.1.2","dst":"10.1.2.2","sport":1,"dport":2,"seq":9,"len":1448}"#;
         let i = parse_relay_log(l);
-        assert_eq!((i.drops.len(), i.blackouts.len(), i.reorders.len()), (1, 1, 0));
+        assert_eq!(
+            (i.drops.len(), i.blackouts.len(), i.reorders.len()),
+            (1, 1, 0)
+        );
     }
 }

@@ -41,14 +41,28 @@ impl Report {
     }
 
     fn add(&mut self, name: &str, ok: bool, detail: String) {
-        self.checks.push(Check { name: name.into(), ok, detail });
+        self.checks.push(Check {
+            name: name.into(),
+            ok,
+            detail,
+        });
     }
 
     /// Prints the report to stderr.
     pub fn print(&self) {
-        eprintln!("verify {} ({}): {}", self.dir, self.scenario, if self.ok() { "OK" } else { "FAILED" });
+        eprintln!(
+            "verify {} ({}): {}",
+            self.dir,
+            self.scenario,
+            if self.ok() { "OK" } else { "FAILED" }
+        );
         for c in &self.checks {
-            eprintln!("  [{}] {:<26} {}", if c.ok { " ok " } else { "FAIL" }, c.name, c.detail);
+            eprintln!(
+                "  [{}] {:<26} {}",
+                if c.ok { " ok " } else { "FAIL" },
+                c.name,
+                c.detail
+            );
         }
     }
 }
@@ -79,7 +93,11 @@ pub fn summary(t: &Truth) -> String {
         t.injected.reorders.len(),
         k.tbf_drops,
         k.nft_drops,
-        if t.health.ok { "ok".to_string() } else { t.health.problems.join(", ") }
+        if t.health.ok {
+            "ok".to_string()
+        } else {
+            t.health.problems.join(", ")
+        }
     );
     s
 }
@@ -95,16 +113,27 @@ fn from(p: &Pkt, a: SocketAddrV4) -> bool {
 /// Loads truth.json of `dir` and checks it against the captures in `dir`.
 pub fn verify_dir(dir: &Path) -> Result<Report> {
     let tp = dir.join("truth.json");
-    let t: Truth = serde_json::from_slice(&std::fs::read(&tp).with_context(|| format!("reading {}", tp.display()))?)
-        .with_context(|| format!("parsing {}", tp.display()))?;
-    let sc: Scenario = serde_json::from_value(t.params.clone()).context("truth.params is not a scenario")?;
+    let t: Truth = serde_json::from_slice(
+        &std::fs::read(&tp).with_context(|| format!("reading {}", tp.display()))?,
+    )
+    .with_context(|| format!("parsing {}", tp.display()))?;
+    let sc: Scenario =
+        serde_json::from_value(t.params.clone()).context("truth.params is not a scenario")?;
     let mut caps: HashMap<String, Vec<Pkt>> = HashMap::new();
     for f in &t.files.captures {
         caps.insert(f.point.clone(), read_pcap(&dir.join(&f.file))?);
     }
-    let mut r = Report { dir: dir.display().to_string(), scenario: t.scenario.clone(), checks: Vec::new() };
+    let mut r = Report {
+        dir: dir.display().to_string(),
+        scenario: t.scenario.clone(),
+        checks: Vec::new(),
+    };
     r.add("schema", t.schema == crate::truth::SCHEMA, t.schema.clone());
-    r.add("capture present", caps.values().any(|c| !c.is_empty()), format!("{} capture file(s)", caps.len()));
+    r.add(
+        "capture present",
+        caps.values().any(|c| !c.is_empty()),
+        format!("{} capture file(s)", caps.len()),
+    );
     r.add(
         "no unintended drops",
         t.health.ok,
@@ -122,7 +151,11 @@ pub fn verify_dir(dir: &Path) -> Result<Report> {
             t.health.problems.join(", ")
         },
     );
-    r.add("connection found", !t.connections.is_empty(), format!("{} connection(s)", t.connections.len()));
+    r.add(
+        "connection found",
+        !t.connections.is_empty(),
+        format!("{} connection(s)", t.connections.len()),
+    );
     for c in &t.connections {
         check_connection(&mut r, &t, c, &caps);
     }
@@ -132,12 +165,24 @@ pub fn verify_dir(dir: &Path) -> Result<Report> {
 }
 
 fn sender_capture<'a>(t: &Truth, c: &Connection, caps: &'a HashMap<String, Vec<Pkt>>) -> &'a [Pkt] {
-    let key = if c.sender.starts_with(&format!("{}:", t.topology.client)) { "client" } else { "server" };
+    let key = if c.sender.starts_with(&format!("{}:", t.topology.client)) {
+        "client"
+    } else {
+        "server"
+    };
     caps.get(key).map_or(&[], |v| v.as_slice())
 }
 
-fn receiver_capture<'a>(t: &Truth, c: &Connection, caps: &'a HashMap<String, Vec<Pkt>>) -> &'a [Pkt] {
-    let key = if c.sender.starts_with(&format!("{}:", t.topology.client)) { "server" } else { "client" };
+fn receiver_capture<'a>(
+    t: &Truth,
+    c: &Connection,
+    caps: &'a HashMap<String, Vec<Pkt>>,
+) -> &'a [Pkt] {
+    let key = if c.sender.starts_with(&format!("{}:", t.topology.client)) {
+        "server"
+    } else {
+        "client"
+    };
     caps.get(key).map_or(&[], |v| v.as_slice())
 }
 
@@ -160,7 +205,11 @@ fn check_connection(r: &mut Report, t: &Truth, c: &Connection, caps: &HashMap<St
         let hit = x.seq.and_then(|s| {
             let times = seen.get(&s)?;
             let first = first_tx.get(&s)?;
-            times.iter().filter(|&&tt| tt > *first || times.len() > 1).map(|tt| (tt - x.t_ns).abs()).min()
+            times
+                .iter()
+                .filter(|&&tt| tt > *first || times.len() > 1)
+                .map(|tt| (tt - x.t_ns).abs())
+                .min()
         });
         match hit {
             Some(d) if d <= TOL_NS => worst = worst.max(d),
@@ -177,7 +226,11 @@ fn check_connection(r: &mut Report, t: &Truth, c: &Connection, caps: &HashMap<St
             c.retransmissions.len(),
             TOL_NS / 1_000_000,
             worst / 1000,
-            if bad.is_empty() { String::new() } else { format!("; missing at {:?}", &bad[..bad.len().min(5)]) }
+            if bad.is_empty() {
+                String::new()
+            } else {
+                format!("; missing at {:?}", &bad[..bad.len().min(5)])
+            }
         ),
     );
 }
@@ -195,7 +248,10 @@ fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
         }
         m
     };
-    let (cl, sv) = (count(caps.get("client").map_or(&[], |v| v)), count(caps.get("server").map_or(&[], |v| v)));
+    let (cl, sv) = (
+        count(caps.get("client").map_or(&[], |v| v)),
+        count(caps.get("server").map_or(&[], |v| v)),
+    );
     let mut drops: HashMap<(String, u16, u32), i64> = HashMap::new();
     for d in &t.injected.drops {
         *drops.entry((d.src.clone(), d.sport, d.seq)).or_default() += 1;
@@ -204,7 +260,10 @@ fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
     for (k, n) in &drops {
         let c2s = k.0 == t.topology.client;
         let (up, down) = if c2s { (&cl, &sv) } else { (&sv, &cl) };
-        let (u, d) = (up.get(k).copied().unwrap_or(0), down.get(k).copied().unwrap_or(0));
+        let (u, d) = (
+            up.get(k).copied().unwrap_or(0),
+            down.get(k).copied().unwrap_or(0),
+        );
         if u - d != *n {
             bad.push(format!("seq {} sent {u} arrived {d} dropped {n}", k.2));
         }
@@ -216,7 +275,11 @@ fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
             "{} drops of {} distinct segments: upstream - downstream == drops{}",
             t.injected.drops.len(),
             drops.len(),
-            if bad.is_empty() { String::new() } else { format!("; mismatches: {}", bad[..bad.len().min(5)].join("; ")) }
+            if bad.is_empty() {
+                String::new()
+            } else {
+                format!("; mismatches: {}", bad[..bad.len().min(5)].join("; "))
+            }
         ),
     );
 }
@@ -246,11 +309,19 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
     let sum = |f: &dyn Fn(&Connection) -> usize| conns.iter().map(f).sum::<usize>();
     let rtx = sum(&|c| c.retransmissions.len());
     if e.no_retransmissions {
-        r.add("no retransmission", rtx == 0, format!("{rtx} kernel retransmissions"));
+        r.add(
+            "no retransmission",
+            rtx == 0,
+            format!("{rtx} kernel retransmissions"),
+        );
     }
     if e.min_rtos > 0 {
         let n = sum(&|c| c.episodes.rtos.len());
-        r.add("RTOs", n >= e.min_rtos as usize, format!("{n} RTO episode(s), expected >= {}", e.min_rtos));
+        r.add(
+            "RTOs",
+            n >= e.min_rtos as usize,
+            format!("{n} RTO episode(s), expected >= {}", e.min_rtos),
+        );
     }
     let rtt_ns = |c: &Connection| i64::from(c.min_srtt_us) * 1000;
     if e.min_delack_pauses > 0 {
@@ -261,11 +332,18 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
             let gaps = lone_segment_ack_gaps(sender_capture(t, c, caps), snd, c);
             for p in &c.episodes.delack_pauses {
                 let hit = gaps.iter().find(|(s, a, others)| {
-                    (s - p.start_ns).abs() <= TOL_NS && (a - p.end_ns).abs() <= TOL_NS && *others == 0 && a - s >= rtt_ns(c) + 20_000_000
+                    (s - p.start_ns).abs() <= TOL_NS
+                        && (a - p.end_ns).abs() <= TOL_NS
+                        && *others == 0
+                        && a - s >= rtt_ns(c) + 20_000_000
                 });
                 if let Some((s, a, _)) = hit {
                     matched += 1;
-                    detail.push(format!("{:.1} ms (rtt {:.1} ms)", (a - s) as f64 / 1e6, rtt_ns(c) as f64 / 1e6));
+                    detail.push(format!(
+                        "{:.1} ms (rtt {:.1} ms)",
+                        (a - s) as f64 / 1e6,
+                        rtt_ns(c) as f64 / 1e6
+                    ));
                 }
             }
         }
@@ -296,18 +374,34 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
     }
     if e.min_burst_losses > 0 {
         let n = sum(&|c| c.episodes.burst_losses.len());
-        let segs: Vec<u32> = conns.iter().flat_map(|c| c.episodes.burst_losses.iter().map(|b| b.retransmitted_segments)).collect();
+        let segs: Vec<u32> = conns
+            .iter()
+            .flat_map(|c| {
+                c.episodes
+                    .burst_losses
+                    .iter()
+                    .map(|b| b.retransmitted_segments)
+            })
+            .collect();
         r.add(
             "burst loss",
             n >= e.min_burst_losses as usize && t.counters.tbf_drops.unwrap_or(1) > 0,
-            format!("{n} burst-loss episode(s), segments {segs:?}, tbf drops {:?}", t.counters.tbf_drops),
+            format!(
+                "{n} burst-loss episode(s), segments {segs:?}, tbf drops {:?}",
+                t.counters.tbf_drops
+            ),
         );
     }
     if e.additive_increase {
         let g: Vec<String> = conns
             .iter()
             .flat_map(|c| c.episodes.ca_growth.iter())
-            .map(|g| format!("{:.2}/RTT over {:.0} RTTs ({}->{})", g.segments_per_rtt, g.rtts, g.cwnd_start, g.cwnd_end))
+            .map(|g| {
+                format!(
+                    "{:.2}/RTT over {:.0} RTTs ({}->{})",
+                    g.segments_per_rtt, g.rtts, g.cwnd_start, g.cwnd_end
+                )
+            })
             .collect();
         let ok = conns
             .iter()
@@ -316,8 +410,19 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
         r.add("+1 segment per RTT", ok, g.join(", "));
     }
     if e.min_spurious > 0 {
-        let dsack = t.counters.nstat.get("client").and_then(|m| m.get("TCPDSACKRecv")).copied().unwrap_or(0);
-        let reord = sum(&|c| c.retransmissions.iter().filter(|r| r.reordered_original).count());
+        let dsack = t
+            .counters
+            .nstat
+            .get("client")
+            .and_then(|m| m.get("TCPDSACKRecv"))
+            .copied()
+            .unwrap_or(0);
+        let reord = sum(&|c| {
+            c.retransmissions
+                .iter()
+                .filter(|r| r.reordered_original)
+                .count()
+        });
         r.add(
             "spurious retransmissions",
             dsack >= u64::from(e.min_spurious) && reord >= e.min_spurious as usize,
@@ -327,27 +432,61 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
     if e.zero_window {
         let n = sum(&|c| c.episodes.zero_windows.len());
         let in_cap = conns.iter().any(|c| {
-            addr(&c.receiver).is_some_and(|rcv| sender_capture(t, c, caps).iter().any(|p| from(p, rcv) && p.win == 0 && !p.syn()))
+            addr(&c.receiver).is_some_and(|rcv| {
+                sender_capture(t, c, caps)
+                    .iter()
+                    .any(|p| from(p, rcv) && p.win == 0 && !p.syn())
+            })
         });
-        r.add("zero window", n > 0 && in_cap, format!("{n} zero-window interval(s) in kernel state; zero window in capture: {in_cap}"));
+        r.add(
+            "zero window",
+            n > 0 && in_cap,
+            format!(
+                "{n} zero-window interval(s) in kernel state; zero window in capture: {in_cap}"
+            ),
+        );
     }
     if e.drops_after_capture {
         let nft = t.counters.nft_drops.unwrap_or(0);
-        let primary = t.files.captures.iter().find(|f| f.primary).map(|f| f.point.clone()).unwrap_or_default();
+        let primary = t
+            .files
+            .captures
+            .iter()
+            .find(|f| f.primary)
+            .map(|f| f.point.clone())
+            .unwrap_or_default();
         let mut ok = nft > 0 && rtx > 0;
         let mut detail = format!("nft drops {nft}, kernel retransmissions {rtx}");
         for c in conns {
             let Some(snd) = addr(&c.sender) else { continue };
-            let n_snd = sender_capture(t, c, caps).iter().filter(|p| from(p, snd) && p.len > 0).count();
-            let n_pri = caps.get(&primary).map_or(0, |v| v.iter().filter(|p| from(p, snd) && p.len > 0).count());
-            let n_rcv = receiver_capture(t, c, caps).iter().filter(|p| from(p, snd) && p.len > 0).count();
+            let n_snd = sender_capture(t, c, caps)
+                .iter()
+                .filter(|p| from(p, snd) && p.len > 0)
+                .count();
+            let n_pri = caps.get(&primary).map_or(0, |v| {
+                v.iter().filter(|p| from(p, snd) && p.len > 0).count()
+            });
+            let n_rcv = receiver_capture(t, c, caps)
+                .iter()
+                .filter(|p| from(p, snd) && p.len > 0)
+                .count();
             ok &= n_snd == n_pri;
-            detail += &format!("; data packets sender {n_snd}, {primary} {n_pri}, receiver tap {n_rcv}");
+            detail +=
+                &format!("; data packets sender {n_snd}, {primary} {n_pri}, receiver tap {n_rcv}");
         }
         r.add("drops after capture point", ok, detail);
     }
     if e.stall_ms > 0 {
-        let st: Vec<i64> = conns.iter().flat_map(|c| c.episodes.stalls.iter()).map(|s| (s.end_ns - s.start_ns) / 1_000_000).collect();
-        r.add("server stall", st.iter().any(|&ms| (ms - i64::from(e.stall_ms)).abs() < 500), format!("stalls (ms): {st:?}"));
+        let st: Vec<i64> = conns
+            .iter()
+            .flat_map(|c| c.episodes.stalls.iter())
+            .map(|s| (s.end_ns - s.start_ns) / 1_000_000)
+            .collect();
+        r.add(
+            "server stall",
+            st.iter()
+                .any(|&ms| (ms - i64::from(e.stall_ms)).abs() < 500),
+            format!("stalls (ms): {st:?}"),
+        );
     }
 }

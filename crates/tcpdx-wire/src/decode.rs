@@ -14,10 +14,23 @@
 //!
 //! How lengths are followed (Wireshark's rules, since `tcp.len` must match tshark): the walk
 //! keeps `wire_end`, the end of the bytes that existed on the wire for the current layer. It
-//! starts at `orig_len`; an IPv4 total length, IPv6 payload length, UDP length, 802.3
-//! length, PPPoE length or NFLOG attribute length can only shorten it. The TCP segment
-//! length is `wire_end - tcp offset - tcp header length`. Captured bytes beyond `wire_end`
-//! (Ethernet padding, trailers) are never read.
+//! starts at `max(orig_len, captured length)`; an IPv4 total length, IPv6 payload length,
+//! UDP length, 802.3 length, PPPoE length, GTP-U length, L2TP length, NFLOG attribute
+//! length or a FabricPath FCS can only shorten it. The TCP segment length is
+//! `wire_end - tcp offset - tcp header length`. Captured bytes beyond `wire_end` (Ethernet
+//! padding, trailers) are never read. An IPv4 total length of 0 (TSO) means "up to
+//! `wire_end`", as in Wireshark.
+//!
+//! Deliberately differs from Wireshark 4.0 (checked with tshark 4.0.17 on crafted frames):
+//! - IPv6 payload length 0 without a jumbo option also means "up to `wire_end`" (TSO and
+//!   Linux BIG TCP captures); Wireshark, whose IPv6 TSO preference is off by default, shows
+//!   a TCP layer without `tcp.len`.
+//! - No IP reassembly: fragments are flagged (`IpInfo::fragment`) and not analysed, where
+//!   Wireshark shows TCP on the frame that completes a datagram.
+//! - A TCP header that is not wholly captured (or has a data offset below 5) gives no
+//!   `tcp`; Wireshark shows a partial TCP layer. TCP quoted in ICMP errors is not TCP.
+//!
+//! The corpus test (`tests/corpus.rs`) measures all of this against tshark's output.
 
 use std::net::IpAddr;
 
@@ -155,13 +168,16 @@ pub struct PacketView<'a> {
     pub tcp: Option<TcpHeader<'a>>,
     /// Why and where decoding stopped early, if it did.
     pub stop: Option<DecodeStop>,
+    /// When `tcp` is `None`: a TCP header that still identifies a connection (cut short,
+    /// impossible data offset, or quoted inside an ICMP error).
+    pub partial_tcp: Option<crate::partial::PartialTcp>,
 }
 
 #[cfg(test)]
 mod tests;
 
 /// Most headers one frame may stack (VLAN tags, MPLS stacks, tunnels...) before the walk
-/// gives up with [`StopKind::TooDeep`]; real traffic stays far below it.
+/// gives up with [`StopKind::TooDeep`](crate::StopKind::TooDeep); real traffic stays far below it.
 pub const MAX_LAYERS: usize = 64;
 
 /// Decodes a captured frame. `orig_len` is the on-the-wire length (for the IP length cap).
@@ -171,5 +187,26 @@ pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> PacketView<'_> {
     let wire_len = usize::try_from(orig_len)
         .unwrap_or(usize::MAX)
         .max(data.len());
-    walk::run(link, data, wire_len)
+    let mut view = walk::run(link, data, wire_len);
+    if view.tcp.is_none() {
+        view.partial_tcp = partial(&view, data);
+    }
+    view
+}
+
+/// The identifying part of an unanalysable TCP header, if the frame has one.
+fn partial(view: &PacketView<'_>, data: &[u8]) -> Option<crate::partial::PartialTcp> {
+    let stop = view.stop?;
+    let ip = view.ip?;
+    let at = data.get(usize::from(stop.offset)..)?;
+    match (stop.layer, stop.kind) {
+        (crate::error::Layer::Tcp, _) => crate::partial::PartialTcp::from_bytes(ip, at, false),
+        (
+            _,
+            crate::error::StopKind::NotTcp {
+                proto: p @ (1 | 58),
+            },
+        ) if ip.proto == p => crate::partial::quoted_tcp(at, p == 58),
+        _ => None,
+    }
 }

@@ -46,8 +46,6 @@ impl LinkType {
     pub const RAW_BSD: Self = Self(12);
     /// Raw IP as DLT 14 on some BSDs.
     pub const RAW_BSD14: Self = Self(14);
-    /// Raw IP, historical value 7 used by some OpenBSD captures.
-    pub const RAW_7: Self = Self(7);
     /// PPP in HDLC-like framing (RFC 1662).
     pub const PPP_HDLC: Self = Self(50);
     /// Raw IPv4 or IPv6, version taken from the first nibble.

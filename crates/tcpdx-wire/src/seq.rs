@@ -12,13 +12,20 @@ impl SeqNum {
     pub const fn diff(self, other: SeqNum) -> i32 {
         self.0.wrapping_sub(other.0) as i32
     }
-    /// True if `self` comes strictly before `other` (modulo 2^32).
+    /// True if `self` comes strictly before `other` (Wireshark's `LT_SEQ`).
     pub const fn is_before(self, other: SeqNum) -> bool {
         self.diff(other) < 0
     }
-    /// True if `self` comes strictly after `other` (modulo 2^32).
+    /// True if `self` comes strictly after `other` (Wireshark's `GT_SEQ`).
+    ///
+    /// Defined as `other - self < 0`, exactly like Wireshark, so that at a distance of
+    /// exactly 2^31 both `is_before` and `is_after` hold, as they do in tshark.
     pub const fn is_after(self, other: SeqNum) -> bool {
-        self.diff(other) > 0
+        other.diff(self) < 0
+    }
+    /// True if `self` is `other` or comes before it (Wireshark's `LE_SEQ`).
+    pub const fn is_at_or_before(self, other: SeqNum) -> bool {
+        self.diff(other) <= 0
     }
     /// `self + n` modulo 2^32.
     pub const fn add(self, n: u32) -> SeqNum {
@@ -39,5 +46,9 @@ mod tests {
         assert!(b.is_after(a));
         assert_eq!(b.diff(a), 20);
         assert_eq!(a.diff(b), -20);
+        assert!(a.is_at_or_before(a) && !a.is_after(a) && !a.is_before(a));
+        // Half-way round: Wireshark's macros call it both before and after.
+        let half = SeqNum(a.0.wrapping_add(1 << 31));
+        assert!(half.is_after(a) && half.is_before(a));
     }
 }

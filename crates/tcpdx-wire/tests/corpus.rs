@@ -31,6 +31,9 @@
 //!   impossible header length; `decode` reports `Malformed` and no tcp.
 //! - `sflow-sample`: a TCP header inside an sFlow sample (UDP port 6343) is a truncated copy
 //!   of someone else's packet, not a segment; Wireshark dissects it.
+//! - `ipv6-zero-length`: IPv6 payload length 0 without a jumbo option. `decode` takes the
+//!   wire length (TSO / BIG TCP captures); Wireshark 4.0 (IPv6 TSO preference off) shows no
+//!   `tcp.len`. None in the corpus today.
 //! - `unsupported-link`: link types outside the decoder's list.
 //! - `no-len`: both see TCP but tshark printed no `len` (its "short segment" path).
 //! - `known`: single frames listed in [`KNOWN`] with the reason.
@@ -75,6 +78,8 @@ enum Class {
     SflowSample,
     /// Documented: listed in `KNOWN`.
     Known,
+    /// Documented: IPv6 payload length 0 taken as the wire length.
+    Ipv6ZeroLength,
     /// Documented: link type the decoder does not support.
     UnsupportedLink,
     /// Documented: tshark gave no `len` though we decoded a full header.
@@ -96,6 +101,7 @@ impl Class {
             Class::BogusTcpHeader => "bogus-tcp-header",
             Class::SflowSample => "sflow-sample",
             Class::Known => "known",
+            Class::Ipv6ZeroLength => "ipv6-zero-length",
             Class::UnsupportedLink => "unsupported-link",
             Class::NoLen => "no-len",
             Class::Missing => "missing-tcp",
@@ -327,7 +333,7 @@ fn compare_file(id: &str, capture: &Path, reference: &Path, verbose: bool) -> Fi
             (None, None) => None,
             (None, Some(_)) => {
                 stats.extra += 1;
-                Some(Class::Extra)
+                Some(classify_extra(&view, data))
             }
             (Some(_), Some(_)) => {
                 stats.tcp_matched += 1;
@@ -377,6 +383,17 @@ fn compare_file(id: &str, capture: &Path, reference: &Path, verbose: bool) -> Fi
         }
     }
     stats
+}
+
+/// Puts a frame where `decode` finds TCP and tshark does not into a class.
+fn classify_extra(view: &PacketView<'_>, data: &[u8]) -> Class {
+    if let Some(ip) = view.ip.filter(|ip| ip.src.is_ipv6()) {
+        let at = usize::from(ip.offset) + 4;
+        if data.get(at..at + 2) == Some(&[0, 0][..]) {
+            return Class::Ipv6ZeroLength;
+        }
+    }
+    Class::Extra
 }
 
 /// sFlow's UDP port.

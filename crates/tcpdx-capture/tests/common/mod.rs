@@ -99,7 +99,7 @@ pub struct PcapNg {
 }
 
 fn pad4(v: &mut Vec<u8>) {
-    while !v.len().is_multiple_of(4) {
+    while v.len() & 3 != 0 {
         v.push(0);
     }
 }

@@ -226,7 +226,7 @@ fn classify_resend(
         not_advanced = false;
     }
     // SPURIOUS: everything in it was already acknowledged.
-    if len > 0 && rev.last_ack.0 != 0 && !seg.seq.add(len).is_after(rev.last_ack) {
+    if len > 0 && rev.last_ack.0 != 0 && seg.seq.add(len).is_at_or_before(rev.last_ack) {
         // Wireshark also reports `tcp.analysis.retransmission` for spurious and fast ones.
         v.flags.set(F::SPURIOUS_RETRANSMISSION | F::RETRANSMISSION);
         return;

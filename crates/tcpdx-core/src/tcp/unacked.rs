@@ -105,7 +105,7 @@ impl UnackedList {
                     ambiguous: front.ambiguous,
                 });
                 self.segs.pop_front();
-            } else if ack.is_after(front.seq) && !ack.is_after(front.end) {
+            } else if ack.is_after(front.seq) && ack.is_at_or_before(front.end) {
                 front.seq = ack;
                 break;
             } else if front.end.is_after(ack) {
@@ -131,7 +131,7 @@ impl UnackedList {
                     });
                 }
                 false
-            } else if ack.is_after(s.seq) && !ack.is_after(s.end) {
+            } else if ack.is_after(s.seq) && ack.is_at_or_before(s.end) {
                 s.seq = ack;
                 true
             } else {

@@ -2,7 +2,10 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "tcpdx-relay", about = "TUN impairment relay: delay, drop, blackout, reorder; JSONL event log")]
+#[command(
+    name = "tcpdx-relay",
+    about = "TUN impairment relay: delay, drop, blackout, reorder; JSONL event log"
+)]
 struct Cli {
     #[command(flatten)]
     args: tcpdx_lab::relay::RelayArgs,

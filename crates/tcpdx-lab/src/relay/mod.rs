@@ -160,7 +160,12 @@ impl RelayArgs {
 
     /// Renders the options as command-line arguments (for spawning the relay).
     pub fn to_args(&self) -> Vec<String> {
-        let mut a = vec!["--dev".into(), self.dev.clone(), "--server".into(), self.server.to_string()];
+        let mut a = vec![
+            "--dev".into(),
+            self.dev.clone(),
+            "--server".into(),
+            self.server.to_string(),
+        ];
         let mut opt = |k: &str, v: String| {
             a.push(format!("--{k}"));
             a.push(v);
@@ -175,7 +180,11 @@ impl RelayArgs {
         if let Some(p) = self.only_port {
             opt("only-port", p.to_string());
         }
-        for (k, v) in [("drop-nth", &self.drop_nth), ("blackout-after", &self.blackout_after), ("reorder-nth", &self.reorder_nth)] {
+        for (k, v) in [
+            ("drop-nth", &self.drop_nth),
+            ("blackout-after", &self.blackout_after),
+            ("reorder-nth", &self.reorder_nth),
+        ] {
             if !v.is_empty() {
                 opt(k, v.clone());
             }
@@ -225,10 +234,14 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    let mut tun = crate::sys::open_tun(&args.dev).with_context(|| format!("opening TUN {}", args.dev))?;
+    let mut tun =
+        crate::sys::open_tun(&args.dev).with_context(|| format!("opening TUN {}", args.dev))?;
     crate::sys::set_min_timer_slack();
     let mut log: Option<BufWriter<File>> = match &args.log {
-        Some(p) => Some(BufWriter::with_capacity(1 << 20, File::create(p).with_context(|| format!("creating {p}"))?)),
+        Some(p) => Some(BufWriter::with_capacity(
+            1 << 20,
+            File::create(p).with_context(|| format!("creating {p}"))?,
+        )),
         None => None,
     };
     let (nslots, ssize) = (args.slots.max(16), args.slot_size.max(2048));
@@ -243,7 +256,12 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
     let mut log_err = None;
 
     // Writes one slot to the TUN and returns it to the pool.
-    let send = |tun: &mut File, pool: &[u8], lens: &[u32], free: &mut Vec<u32>, st: &mut RelayStats, slot: u32| {
+    let send = |tun: &mut File,
+                pool: &[u8],
+                lens: &[u32],
+                free: &mut Vec<u32>,
+                st: &mut RelayStats,
+                slot: u32| {
         let off = slot as usize * ssize;
         let len = lens[slot as usize] as usize;
         match tun.write(&pool[off..off + len]) {
@@ -261,7 +279,9 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
             let now = crate::sys::mono_ns();
             let timeout = match q.next_due() {
                 Some(d) if d - now <= 20_000 => None,
-                Some(d) => Some(Duration::from_nanos((d - now) as u64).min(Duration::from_millis(50))),
+                Some(d) => {
+                    Some(Duration::from_nanos((d - now) as u64).min(Duration::from_millis(50)))
+                }
                 None => Some(Duration::from_millis(50)),
             };
             if let Some(t) = timeout {
@@ -363,7 +383,16 @@ mod tests {
             #[command(flatten)]
             r: RelayArgs,
         }
-        let a = W::parse_from(["x", "--server", "10.1.2.2", "--delay-ms", "5", "--drop-nth", "3,4"]).r;
+        let a = W::parse_from([
+            "x",
+            "--server",
+            "10.1.2.2",
+            "--delay-ms",
+            "5",
+            "--drop-nth",
+            "3,4",
+        ])
+        .r;
         let mut argv = vec!["x".to_string()];
         argv.extend(a.to_args());
         let b = W::parse_from(argv).r;

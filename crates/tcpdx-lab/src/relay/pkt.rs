@@ -52,7 +52,14 @@ pub fn ipv4_dst(p: &[u8]) -> Option<u32> {
 }
 
 #[cfg(test)]
-pub(crate) fn build_tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, seq: u32, payload: usize) -> Vec<u8> {
+pub(crate) fn build_tcp(
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    payload: usize,
+) -> Vec<u8> {
     let tot = 20 + 32 + payload;
     let mut p = vec![0u8; tot];
     p[0] = 0x45;
@@ -77,7 +84,10 @@ mod tests {
     fn parses_data_segment() {
         let p = build_tcp([10, 1, 1, 2], [10, 1, 2, 2], 40000, 5001, 77, 1448);
         let v = parse(&p).unwrap();
-        assert_eq!((v.sport, v.dport, v.seq, v.payload), (40000, 5001, 77, 1448));
+        assert_eq!(
+            (v.sport, v.dport, v.seq, v.payload),
+            (40000, 5001, 77, 1448)
+        );
         assert_eq!(v.dst, u32::from_be_bytes([10, 1, 2, 2]));
         assert!(parse(&p[..30]).is_none());
     }

@@ -129,12 +129,23 @@ impl Impairer {
     /// Creates the decision state; the random stream depends only on `cfg.seed`.
     pub fn new(cfg: Impairments) -> Impairer {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-        Impairer { cfg, rng, n_data: 0, blackout_until: 0, bo_next: 0, repeat: Vec::with_capacity(4096) }
+        Impairer {
+            cfg,
+            rng,
+            n_data: 0,
+            blackout_until: 0,
+            bo_next: 0,
+            repeat: Vec::with_capacity(4096),
+        }
     }
 
     /// Direction of a packet by destination address.
     pub fn dir_of(&self, p: &[u8]) -> Dir {
-        if pkt::ipv4_dst(p) == Some(self.cfg.server) { Dir::C2s } else { Dir::S2c }
+        if pkt::ipv4_dst(p) == Some(self.cfg.server) {
+            Dir::C2s
+        } else {
+            Dir::S2c
+        }
     }
 
     /// Data segments seen so far on the impaired flow(s).
@@ -150,14 +161,30 @@ impl Impairer {
             Dir::S2c => self.cfg.delay_s2c_ns,
         };
         let fwd = Verdict::Forward { due: now + delay };
-        let Some(t) = pkt::parse(p) else { return (dir, fwd) };
-        if t.payload == 0 || self.cfg.only_port.is_some_and(|port| port != t.sport && port != t.dport) {
+        let Some(t) = pkt::parse(p) else {
+            return (dir, fwd);
+        };
+        if t.payload == 0
+            || self
+                .cfg
+                .only_port
+                .is_some_and(|port| port != t.sport && port != t.dport)
+        {
             return (dir, fwd);
         }
         self.n_data += 1;
         let n = self.n_data;
-        let ev = |kind| Event { kind, n, tcp: t, dir };
-        if let Some(i) = self.repeat.iter().position(|r| (r.0, r.1, r.2, r.3) == (t.src, t.sport, t.dport, t.seq)) {
+        let ev = |kind| Event {
+            kind,
+            n,
+            tcp: t,
+            dir,
+        };
+        if let Some(i) = self
+            .repeat
+            .iter()
+            .position(|r| (r.0, r.1, r.2, r.3) == (t.src, t.sport, t.dport, t.seq))
+        {
             self.repeat[i].4 -= 1;
             if self.repeat[i].4 == 0 {
                 self.repeat.swap_remove(i);
@@ -165,7 +192,9 @@ impl Impairer {
             events(ev(EventKind::DropRtx));
             return (dir, Verdict::Drop);
         }
-        if self.bo_next < self.cfg.blackout_after.len() && n >= self.cfg.blackout_after[self.bo_next] {
+        if self.bo_next < self.cfg.blackout_after.len()
+            && n >= self.cfg.blackout_after[self.bo_next]
+        {
             self.bo_next += 1;
             self.blackout_until = now + self.cfg.blackout_ns;
             events(ev(EventKind::BlackoutStart));
@@ -178,20 +207,33 @@ impl Impairer {
         let random = self.cfg.drop_prob > 0.0 && self.rng.random::<f64>() < self.cfg.drop_prob;
         if chosen || random {
             if self.cfg.drop_repeat > 0 && self.repeat.len() < self.repeat.capacity() {
-                self.repeat.push((t.src, t.sport, t.dport, t.seq, self.cfg.drop_repeat));
+                self.repeat
+                    .push((t.src, t.sport, t.dport, t.seq, self.cfg.drop_repeat));
             }
             events(ev(EventKind::Drop));
             return (dir, Verdict::Drop);
         }
         let chosen = in_sorted(&self.cfg.reorder_nth, n);
-        let random = self.cfg.reorder_prob > 0.0 && self.rng.random::<f64>() < self.cfg.reorder_prob;
+        let random =
+            self.cfg.reorder_prob > 0.0 && self.rng.random::<f64>() < self.cfg.reorder_prob;
         if chosen || random {
             events(ev(EventKind::Reorder));
             if self.cfg.reorder_delay_ns > 0 {
-                return (dir, Verdict::Forward { due: now + delay + self.cfg.reorder_delay_ns });
+                return (
+                    dir,
+                    Verdict::Forward {
+                        due: now + delay + self.cfg.reorder_delay_ns,
+                    },
+                );
             }
             let k = self.cfg.reorder_k.max(1);
-            return (dir, Verdict::Hold { k, deadline: now + delay + 200_000_000 });
+            return (
+                dir,
+                Verdict::Hold {
+                    k,
+                    deadline: now + delay + 200_000_000,
+                },
+            );
         }
         (dir, fwd)
     }
@@ -236,18 +278,32 @@ pub struct Scheduler {
 impl Scheduler {
     /// Creates a queue for up to `cap` packets (no allocation below that).
     pub fn with_capacity(cap: usize) -> Scheduler {
-        Scheduler { heap: BinaryHeap::with_capacity(cap), held: VecDeque::with_capacity(cap.min(65536)), next_id: 0 }
+        Scheduler {
+            heap: BinaryHeap::with_capacity(cap),
+            held: VecDeque::with_capacity(cap.min(65536)),
+            next_id: 0,
+        }
     }
 
     /// Queues `slot` for release at `due`.
     pub fn push(&mut self, due: i64, slot: u32, dir: Dir) {
         self.next_id += 1;
-        self.heap.push(Entry { due, id: self.next_id, slot, dir });
+        self.heap.push(Entry {
+            due,
+            id: self.next_id,
+            slot,
+            dir,
+        });
     }
 
     /// Holds `slot` until `k` later packets of `dir` were sent or `deadline` passes.
     pub fn hold(&mut self, slot: u32, dir: Dir, k: u32, deadline: i64) {
-        self.held.push_back(Held { slot, dir, left: k, deadline });
+        self.held.push_back(Held {
+            slot,
+            dir,
+            left: k,
+            deadline,
+        });
     }
 
     /// Packets queued or held.
@@ -293,7 +349,9 @@ impl Scheduler {
                 }
             }
         }
-        release.and_then(|i| self.held.remove(i)).map(|h| (h.slot, h.dir))
+        release
+            .and_then(|i| self.held.remove(i))
+            .map(|h| (h.slot, h.dir))
     }
 
     /// Releases a held slot whose count already reached zero (after `on_sent`).
@@ -330,7 +388,10 @@ mod tests {
     #[test]
     fn delay_per_direction() {
         let mut imp = Impairer::new(cfg());
-        assert_eq!(run(&mut imp, 100, 1, 1448).0, Verdict::Forward { due: 5_000_100 });
+        assert_eq!(
+            run(&mut imp, 100, 1, 1448).0,
+            Verdict::Forward { due: 5_000_100 }
+        );
         let ack = build_tcp(S, C, 5001, 40000, 9, 0);
         let (d, v) = imp.decide(100, &ack, &mut |_| {});
         assert_eq!((d, v), (Dir::S2c, Verdict::Forward { due: 1_000_100 }));
@@ -339,32 +400,58 @@ mod tests {
 
     #[test]
     fn drop_nth_with_repeat() {
-        let mut imp = Impairer::new(Impairments { drop_nth: vec![2], drop_repeat: 1, ..cfg() });
-        assert!(matches!(run(&mut imp, 0, 1, 100).0, Verdict::Forward { .. }));
+        let mut imp = Impairer::new(Impairments {
+            drop_nth: vec![2],
+            drop_repeat: 1,
+            ..cfg()
+        });
+        assert!(matches!(
+            run(&mut imp, 0, 1, 100).0,
+            Verdict::Forward { .. }
+        ));
         let (v, e) = run(&mut imp, 0, 101, 100);
         assert_eq!((v, e[0].kind, e[0].n), (Verdict::Drop, EventKind::Drop, 2));
         let (v, e) = run(&mut imp, 10, 101, 100); // the retransmission
         assert_eq!((v, e[0].kind), (Verdict::Drop, EventKind::DropRtx));
-        assert!(matches!(run(&mut imp, 20, 101, 100).0, Verdict::Forward { .. }));
+        assert!(matches!(
+            run(&mut imp, 20, 101, 100).0,
+            Verdict::Forward { .. }
+        ));
     }
 
     #[test]
     fn blackout_drops_everything_for_its_length() {
-        let mut imp = Impairer::new(Impairments { blackout_after: vec![3], blackout_ns: 1000, ..cfg() });
+        let mut imp = Impairer::new(Impairments {
+            blackout_after: vec![3],
+            blackout_ns: 1000,
+            ..cfg()
+        });
         run(&mut imp, 0, 1, 10);
         run(&mut imp, 0, 11, 10);
         let (v, e) = run(&mut imp, 100, 21, 10);
         assert_eq!(v, Verdict::Drop);
-        assert_eq!(e.iter().map(|e| e.kind).collect::<Vec<_>>(), [EventKind::BlackoutStart, EventKind::DropBlackout]);
+        assert_eq!(
+            e.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            [EventKind::BlackoutStart, EventKind::DropBlackout]
+        );
         assert_eq!(run(&mut imp, 1099, 21, 10).0, Verdict::Drop);
-        assert!(matches!(run(&mut imp, 1100, 21, 10).0, Verdict::Forward { .. }));
+        assert!(matches!(
+            run(&mut imp, 1100, 21, 10).0,
+            Verdict::Forward { .. }
+        ));
     }
 
     #[test]
     fn random_drops_are_seeded() {
         let pick = |seed| {
-            let mut imp = Impairer::new(Impairments { drop_prob: 0.1, seed, ..cfg() });
-            (0..1000).filter(|&i| run(&mut imp, 0, i * 100, 100).0 == Verdict::Drop).collect::<Vec<_>>()
+            let mut imp = Impairer::new(Impairments {
+                drop_prob: 0.1,
+                seed,
+                ..cfg()
+            });
+            (0..1000)
+                .filter(|&i| run(&mut imp, 0, i * 100, 100).0 == Verdict::Drop)
+                .collect::<Vec<_>>()
         };
         let a = pick(7);
         assert_eq!(a, pick(7));
@@ -374,10 +461,24 @@ mod tests {
 
     #[test]
     fn reorder_by_time_and_count() {
-        let mut imp = Impairer::new(Impairments { reorder_nth: vec![1], reorder_delay_ns: 15_000_000, ..cfg() });
-        assert_eq!(run(&mut imp, 0, 1, 10).0, Verdict::Forward { due: 20_000_000 });
-        let mut imp = Impairer::new(Impairments { reorder_nth: vec![1], reorder_k: 2, ..cfg() });
-        assert!(matches!(run(&mut imp, 0, 1, 10).0, Verdict::Hold { k: 2, .. }));
+        let mut imp = Impairer::new(Impairments {
+            reorder_nth: vec![1],
+            reorder_delay_ns: 15_000_000,
+            ..cfg()
+        });
+        assert_eq!(
+            run(&mut imp, 0, 1, 10).0,
+            Verdict::Forward { due: 20_000_000 }
+        );
+        let mut imp = Impairer::new(Impairments {
+            reorder_nth: vec![1],
+            reorder_k: 2,
+            ..cfg()
+        });
+        assert!(matches!(
+            run(&mut imp, 0, 1, 10).0,
+            Verdict::Hold { k: 2, .. }
+        ));
     }
 
     #[test]

@@ -80,13 +80,17 @@ fn sleep_ms(ms: f64) {
 pub fn send(a: &SendArgs) -> Result<BulkResult> {
     let sock = Socket::new(Domain::IPV4, Type::STREAM, None)?;
     if let Some(cc) = &a.cc {
-        sock.set_tcp_congestion(cc.as_bytes()).with_context(|| format!("TCP_CONGESTION {cc}"))?;
+        sock.set_tcp_congestion(cc.as_bytes())
+            .with_context(|| format!("TCP_CONGESTION {cc}"))?;
     }
     if let Some(b) = a.sndbuf {
         sock.set_send_buffer_size(b)?;
     }
-    sock.connect(&a.to.into()).with_context(|| format!("connecting to {}", a.to))?;
-    let cc = String::from_utf8_lossy(&sock.tcp_congestion()?).trim_end_matches('\0').to_string();
+    sock.connect(&a.to.into())
+        .with_context(|| format!("connecting to {}", a.to))?;
+    let cc = String::from_utf8_lossy(&sock.tcp_congestion()?)
+        .trim_end_matches('\0')
+        .to_string();
     let mut s: TcpStream = sock.into();
     let buf = vec![0x5au8; a.write_size.max(1)];
     let t0 = Instant::now();
@@ -113,7 +117,13 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
     let mut sink = [0u8; 65536];
     while s.read(&mut sink)? > 0 {}
     let secs = t0.elapsed().as_secs_f64();
-    Ok(BulkResult { role: "send".into(), bytes: sent, secs, mbit_s: sent as f64 * 8.0 / secs / 1e6, cc })
+    Ok(BulkResult {
+        role: "send".into(),
+        bytes: sent,
+        secs,
+        mbit_s: sent as f64 * 8.0 / secs / 1e6,
+        cc,
+    })
 }
 
 /// Runs the receiver: accept one connection, read until EOF (optionally slowly), close.
@@ -123,13 +133,16 @@ pub fn recv(a: &RecvArgs) -> Result<BulkResult> {
     if let Some(b) = a.rcvbuf {
         ls.set_recv_buffer_size(b)?;
     }
-    ls.bind(&a.listen.into()).with_context(|| format!("binding {}", a.listen))?;
+    ls.bind(&a.listen.into())
+        .with_context(|| format!("binding {}", a.listen))?;
     ls.listen(1)?;
     if let Some(f) = &a.ready_file {
         std::fs::write(f, "listening\n")?;
     }
     let (conn, _) = ls.accept()?;
-    let cc = String::from_utf8_lossy(&conn.tcp_congestion()?).trim_end_matches('\0').to_string();
+    let cc = String::from_utf8_lossy(&conn.tcp_congestion()?)
+        .trim_end_matches('\0')
+        .to_string();
     let mut s: TcpStream = conn.into();
     let t0 = Instant::now();
     sleep_ms(a.start_delay_ms);
@@ -145,5 +158,11 @@ pub fn recv(a: &RecvArgs) -> Result<BulkResult> {
     }
     drop(s);
     let secs = t0.elapsed().as_secs_f64();
-    Ok(BulkResult { role: "recv".into(), bytes: n, secs, mbit_s: n as f64 * 8.0 / secs / 1e6, cc })
+    Ok(BulkResult {
+        role: "recv".into(),
+        bytes: n,
+        secs,
+        mbit_s: n as f64 * 8.0 / secs / 1e6,
+        cc,
+    })
 }

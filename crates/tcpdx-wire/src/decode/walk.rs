@@ -585,7 +585,7 @@ impl<'a> Walk<'a> {
         let fragment = ip.is_fragment();
         self.view.ip = Some(IpInfo {
             src: IpAddr::V4(ip.src()),
-            dst: IpAddr::V4(ip.dst()),
+            dst: IpAddr::V4(ip.final_destination()),
             proto: ip.protocol(),
             fragment,
             ttl: ip.ttl(),

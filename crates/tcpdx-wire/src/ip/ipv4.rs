@@ -108,6 +108,34 @@ impl<'a> Ipv4Slice<'a> {
     pub fn options(&self) -> &'a [u8] {
         &self.buf[MIN_HEADER_LEN..self.header_len()]
     }
+    /// The destination the datagram is routed to: the last hop of a loose or strict
+    /// source route (options 0x83 / 0x89) that is not yet complete, else `dst()`.
+    /// Wireshark uses that address as `ip.dst`, so connection identity follows it.
+    pub fn final_destination(&self) -> Ipv4Addr {
+        let opts = self.options();
+        let mut i = 0;
+        while i < opts.len() {
+            match opts[i] {
+                0 => break,
+                1 => i += 1,
+                kind => {
+                    let Some(&len) = opts.get(i + 1) else { break };
+                    let len = usize::from(len);
+                    if len < 2 || i + len > opts.len() {
+                        break;
+                    }
+                    let ptr = opts.get(i + 2).copied().map_or(0, usize::from);
+                    let is_route = kind == 0x83 || kind == 0x89;
+                    if is_route && len >= 7 && ptr <= len {
+                        let last = i + 3 + (len - 3) / 4 * 4 - 4;
+                        return addr(&opts[last..last + 4]);
+                    }
+                    i += len;
+                }
+            }
+        }
+        self.dst()
+    }
     /// Captured bytes after the header (not cut to the total length).
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.header_len()..]
@@ -145,6 +173,18 @@ mod tests {
         assert_eq!(ip.dst(), Ipv4Addr::new(10, 0, 0, 2));
         assert_eq!(ip.options(), &[1, 1, 1, 0]);
         assert_eq!(ip.rest(), &[0xee]);
+    }
+
+    #[test]
+    fn source_route_gives_the_final_destination() {
+        // LSRR option: len 11, pointer 4, route 1.2.3.4, 5.6.7.8; then EOL.
+        let mut h = vec![
+            0x48, 0, 0, 0x34, 0, 1, 0, 0, 64, 6, 0, 0, 9, 10, 11, 12, 13, 14, 15, 16,
+        ];
+        h.extend_from_slice(&[0x83, 11, 4, 1, 2, 3, 4, 5, 6, 7, 8, 0]);
+        let ip = Ipv4Slice::from_slice(&h).unwrap();
+        assert_eq!(ip.dst(), Ipv4Addr::new(13, 14, 15, 16));
+        assert_eq!(ip.final_destination(), Ipv4Addr::new(5, 6, 7, 8));
     }
 
     #[test]
