@@ -391,10 +391,11 @@ pub fn capture_retransmissions(pkts: &[Pkt], sender: SocketAddrV4) -> Vec<Pkt> {
 /// Matches kernel retransmission times with capture retransmissions. The tap sees a
 /// retransmitted packet just before tcp_retransmit_skb fires (the event follows the
 /// transmit), so each capture packet belongs to the first event at or after its time
-/// (2 µs slack for the trace's µs resolution), if that event is within `tol_ns`. One
-/// event can own several packets: one skb can carry several MSS.
+/// (trace times are truncated to whole µs, so an event printed at t happened in
+/// [t, t + 1 µs)), if that event is within `tol_ns`. One event can own several
+/// packets: one skb can carry several MSS.
 pub fn match_retransmissions(trace_t: &[i64], cap: &[Pkt], tol_ns: i64) -> Vec<Retransmission> {
-    const SLACK_NS: i64 = 2_000;
+    const RES_NS: i64 = 1_000;
     let mut out: Vec<Retransmission> = trace_t
         .iter()
         .map(|&t| Retransmission {
@@ -407,7 +408,7 @@ pub fn match_retransmissions(trace_t: &[i64], cap: &[Pkt], tol_ns: i64) -> Vec<R
         .collect();
     let mut k = 0;
     for p in cap {
-        while k < trace_t.len() && trace_t[k] < p.t_ns - SLACK_NS {
+        while k < trace_t.len() && trace_t[k] + RES_NS <= p.t_ns {
             k += 1;
         }
         if k == trace_t.len() {

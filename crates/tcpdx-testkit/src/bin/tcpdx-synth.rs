@@ -152,7 +152,7 @@ fn main() -> io::Result<()> {
                     out.frame(&spec(c, false, hole, ci.wrapping_add(1), PSH | ACK, MSS))?;
                     c.acked = c.sent;
                     out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent), ACK, 0))?;
-                } else if c.sent % 2 == 0 && (c.sent % 1000 < 500 || c.sent % 1000 > 504) {
+                } else if c.sent.is_multiple_of(2) && (c.sent % 1000 < 500 || c.sent % 1000 > 504) {
                     c.acked = c.sent;
                     out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent), ACK, 0))?;
                 }
