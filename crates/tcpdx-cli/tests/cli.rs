@@ -50,7 +50,15 @@ fn assert_bad_input(path: &Path, what: &str) {
     );
     assert!(err.contains("byte"), "{what}: names the offset: {err}");
     assert!(!err.contains("panicked"), "{what}: {err}");
-    assert!(out.stdout.is_empty(), "{what}: nothing on stdout");
+    // A capture bad from its first record leaves at most the CSV header on stdout.
+    assert!(
+        out.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+            <= 1,
+        "{what}: no rows"
+    );
 }
 
 #[test]
