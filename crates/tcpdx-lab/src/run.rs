@@ -580,7 +580,15 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             stats: st.clone(),
         });
     }
-    t.files.relay_log = sc.relay.is_some().then(|| "relay.jsonl".into());
+    t.files.relay_log = match (&sc.relay, o.gzip) {
+        (None, _) => None,
+        (Some(_), false) => Some("relay.jsonl".into()),
+        (Some(_), true) => {
+            capture::gzip_file(&relay_log)?;
+            std::fs::remove_file(&relay_log)?;
+            Some("relay.jsonl.gz".into())
+        }
+    };
     if o.keep_trace {
         t.files.trace = Some("trace.txt".into());
     } else {

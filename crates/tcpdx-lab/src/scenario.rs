@@ -292,7 +292,7 @@ pub fn registry() -> Vec<Scenario> {
     // case000: RTO -> one segment -> delayed ACK
     let delack_recv = |mut w: Workload| {
         if let Workload::Bulk { rcvbuf, .. } = &mut w {
-            *rcvbuf = Some(2_097_152);
+            *rcvbuf = Some(1_048_576);
         }
         w
     };

@@ -396,18 +396,9 @@ pub fn capture_retransmissions(pkts: &[Pkt], sender: SocketAddrV4) -> Vec<Pkt> {
 /// packets: one skb can carry several MSS.
 pub fn match_retransmissions(trace_t: &[i64], cap: &[Pkt], tol_ns: i64) -> Vec<Retransmission> {
     const RES_NS: i64 = 1_000;
-    let mut out: Vec<Retransmission> = trace_t
-        .iter()
-        .map(|&t| Retransmission {
-            t_ns: t,
-            seq: None,
-            segments: 0,
-            pcap_t_ns: None,
-            reordered_original: false,
-        })
-        .collect();
+    let mut owned: Vec<Vec<usize>> = vec![Vec::new(); trace_t.len()];
     let mut k = 0;
-    for p in cap {
+    for (i, p) in cap.iter().enumerate() {
         while k < trace_t.len() && trace_t[k] + RES_NS <= p.t_ns {
             k += 1;
         }
@@ -417,14 +408,30 @@ pub fn match_retransmissions(trace_t: &[i64], cap: &[Pkt], tol_ns: i64) -> Vec<R
         if trace_t[k] - p.t_ns > tol_ns {
             continue;
         }
-        let r = &mut out[k];
-        if r.seq.is_none() {
-            r.seq = Some(p.seq);
-            r.pcap_t_ns = Some(p.t_ns);
-        }
-        r.segments += 1;
+        owned[k].push(i);
     }
-    out
+    // A packet stamped within the same µs as an event may belong to the next event:
+    // if that one got nothing, it takes the previous event's last packet.
+    for k in 1..trace_t.len() {
+        if owned[k].is_empty() && owned[k - 1].len() >= 2 {
+            let last = *owned[k - 1].last().expect("non-empty");
+            if cap[last].t_ns < trace_t[k] + RES_NS {
+                owned[k - 1].pop();
+                owned[k].push(last);
+            }
+        }
+    }
+    trace_t
+        .iter()
+        .zip(owned)
+        .map(|(&t, v)| Retransmission {
+            t_ns: t,
+            seq: v.first().map(|&i| cap[i].seq),
+            segments: v.len() as u32,
+            pcap_t_ns: v.first().map(|&i| cap[i].t_ns),
+            reordered_original: false,
+        })
+        .collect()
 }
 
 /// Inputs of the reduction for one connection.
@@ -569,7 +576,8 @@ pub fn decimate(s: &[Sample], max: usize) -> Vec<Sample> {
 fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes {
     let mut ep = Episodes::default();
     let rtt_ns = i64::from(c.min_srtt_us) * 1000;
-    // loss episodes: maximal runs of non-Open, non-Disorder states
+    // loss episodes: from entering Recovery/Loss until back to Open
+    let mut losses: Vec<BurstLoss> = Vec::new();
     let mut i = 0;
     let st = &c.cong_states;
     while i < st.len() {
@@ -583,29 +591,20 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes 
                 j += 1;
             }
             let end = st.get(j).map_or(st[st.len() - 1].end_ns, |x| x.start_ns);
-            let segs: u32 = c
-                .retransmissions
-                .iter()
-                .filter(|r| r.t_ns >= start && r.t_ns <= end)
-                .map(|r| r.segments)
-                .sum();
-            if segs >= 3 {
-                ep.burst_losses.push(BurstLoss {
-                    start_ns: start,
-                    end_ns: end,
-                    retransmitted_segments: segs,
-                    state: if had_loss {
-                        "Loss".into()
-                    } else {
-                        "Recovery".into()
-                    },
-                });
-            }
+            let segs: u32 =
+                c.retransmissions.iter().filter(|r| r.t_ns >= start && r.t_ns <= end).map(|r| r.segments).sum();
+            losses.push(BurstLoss {
+                start_ns: start,
+                end_ns: end,
+                retransmitted_segments: segs,
+                state: if had_loss { "Loss".into() } else { "Recovery".into() },
+            });
             i = j.max(i + 1);
         } else {
             i += 1;
         }
     }
+    ep.burst_losses = losses.iter().filter(|b| b.retransmitted_segments >= 3).cloned().collect();
     // RTOs: every entry into Loss
     for s in st.iter().filter(|s| s.state == "Loss") {
         let rtx = c
@@ -667,11 +666,7 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes 
         }
     }
     // congestion-avoidance growth between loss episodes
-    let boundaries: Vec<(i64, i64)> = ep
-        .burst_losses
-        .iter()
-        .map(|b| (b.start_ns, b.end_ns))
-        .collect();
+    let boundaries: Vec<(i64, i64)> = losses.iter().map(|b| (b.start_ns, b.end_ns)).collect();
     let mut phases: Vec<(i64, i64)> = Vec::new();
     for (k, b) in boundaries.iter().enumerate() {
         let next = boundaries.get(k + 1).map_or(i64::MAX, |n| n.0);

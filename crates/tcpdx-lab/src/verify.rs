@@ -414,7 +414,7 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
             .counters
             .nstat
             .get("client")
-            .and_then(|m| m.get("TCPDSACKRecv"))
+            .and_then(|m| m.get("TcpExtTCPDSACKRecv"))
             .copied()
             .unwrap_or(0);
         let reord = sum(&|c| {
