@@ -312,12 +312,8 @@ pub struct InjectedEvent {
     pub ev: String,
     /// Data segment index at the relay.
     pub n: u64,
-    /// c2s or s2c.
+    /// c2s (sent by the client) or s2c (sent by the server).
     pub dir: String,
-    /// Source address.
-    pub src: String,
-    /// Destination address.
-    pub dst: String,
     /// Source port.
     pub sport: u16,
     /// Destination port.

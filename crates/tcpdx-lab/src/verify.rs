@@ -254,7 +254,8 @@ fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
     );
     let mut drops: HashMap<(String, u16, u32), i64> = HashMap::new();
     for d in &t.injected.drops {
-        *drops.entry((d.src.clone(), d.sport, d.seq)).or_default() += 1;
+        let src = if d.dir == "c2s" { &t.topology.client } else { &t.topology.server };
+        *drops.entry((src.clone(), d.sport, d.seq)).or_default() += 1;
     }
     let mut bad = Vec::new();
     for (k, n) in &drops {
