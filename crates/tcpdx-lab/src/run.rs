@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -38,9 +39,12 @@ fn self_exe() -> Result<String> {
 pub fn spawn_in(ns: &str, cpu: u32, prog: &str, args: &[String], out: &Path) -> Result<Child> {
     let f = std::fs::File::create(out)?;
     let err = std::fs::File::create(out.with_extension("err"))?;
+    // Own process group: some servers (smbd --no-process-group) signal their whole
+    // group on exit, which must not reach the orchestrator.
     Command::new("ip")
         .args(["netns", "exec", ns, "taskset", "-c", &cpu.to_string(), prog])
         .args(args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(f)
         .stderr(err)

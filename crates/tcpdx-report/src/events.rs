@@ -5,11 +5,12 @@
 //! decimals; empty fields mean "not applicable", as in tshark's field output.
 
 use std::io::{self, Write};
+use std::net::IpAddr;
 
 use serde::Serialize;
 use tcpdx_core::{EventSink, SegmentAnalysis};
 
-use crate::fmt::secs9;
+use crate::fmt::{push_num, push_secs};
 
 /// The CSV header line.
 pub const CSV_HEADER: &str =
@@ -19,13 +20,43 @@ pub const CSV_HEADER: &str =
 pub struct EventsCsv<W: Write> {
     out: W,
     err: Option<io::Error>,
+    addrs: AddrCache,
+    line: Vec<u8>,
+}
+
+/// Formatted addresses of the last few endpoints: `IpAddr`'s `Display` is slow and a
+/// capture repeats the same few addresses on every row.
+#[derive(Default)]
+struct AddrCache {
+    slots: [(Option<IpAddr>, String); 4],
+    next: usize,
+}
+
+impl AddrCache {
+    fn get(&mut self, a: IpAddr) -> &str {
+        let i = match self.slots.iter().position(|(k, _)| *k == Some(a)) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (self.next + 1) % self.slots.len();
+                self.slots[i] = (Some(a), a.to_string());
+                i
+            }
+        };
+        &self.slots[i].1
+    }
 }
 
 impl<W: Write> EventsCsv<W> {
     /// Writes the header and returns the sink.
     pub fn new(mut out: W) -> io::Result<Self> {
         writeln!(out, "{CSV_HEADER}")?;
-        Ok(Self { out, err: None })
+        Ok(Self {
+            out,
+            err: None,
+            addrs: AddrCache::default(),
+            line: Vec::with_capacity(256),
+        })
     }
     /// Flushes; returns the first write error, if any.
     pub fn finish(mut self) -> io::Result<()> {
@@ -40,43 +71,64 @@ impl<W: Write> EventsCsv<W> {
     }
 }
 
-fn write_csv_row<W: Write>(out: &mut W, a: &SegmentAnalysis) -> io::Result<()> {
-    write!(
-        out,
-        "{},{},{},{},{},{},{},{},{},{},{},",
-        a.frame,
-        a.stream,
-        secs9(a.rel_time_ns),
-        a.src,
-        a.sport,
-        a.dst,
-        a.dport,
-        a.seq,
-        a.ack,
-        a.len,
-        a.flags
-    )?;
+fn write_csv_row<W: Write>(
+    out: &mut W,
+    addrs: &mut AddrCache,
+    line: &mut Vec<u8>,
+    a: &SegmentAnalysis,
+) -> io::Result<()> {
+    line.clear();
+    push_num(line, a.frame.0);
+    line.push(b',');
+    push_num(line, a.stream.0);
+    line.push(b',');
+    push_secs(line, a.rel_time_ns);
+    line.push(b',');
+    line.extend_from_slice(addrs.get(a.src).as_bytes());
+    line.push(b',');
+    push_num(line, a.sport);
+    line.push(b',');
+    line.extend_from_slice(addrs.get(a.dst).as_bytes());
+    line.push(b',');
+    push_num(line, a.dport);
+    line.push(b',');
+    push_num(line, a.seq);
+    line.push(b',');
+    push_num(line, a.ack);
+    line.push(b',');
+    push_num(line, a.len);
+    line.push(b',');
+    for (i, name) in a.flags.names().enumerate() {
+        if i > 0 {
+            line.push(b'|');
+        }
+        line.extend_from_slice(name.as_bytes());
+    }
+    line.push(b',');
     if let Some(n) = a.dup_ack_num {
-        write!(out, "{n}")?;
+        push_num(line, n);
     }
-    out.write_all(b",")?;
+    line.push(b',');
     if let Some(n) = a.bytes_in_flight {
-        write!(out, "{n}")?;
+        push_num(line, n);
     }
-    out.write_all(b",")?;
+    line.push(b',');
     if let Some(ns) = a.ack_rtt_ns {
-        out.write_all(secs9(ns).as_bytes())?;
+        push_secs(line, ns);
     }
-    out.write_all(b"\n")
+    line.push(b'\n');
+    out.write_all(line)
 }
 
 impl<W: Write> EventSink for EventsCsv<W> {
     fn segment(&mut self, a: &SegmentAnalysis) {
+        let mut line = std::mem::take(&mut self.line);
         if self.err.is_none()
-            && let Err(e) = write_csv_row(&mut self.out, a)
+            && let Err(e) = write_csv_row(&mut self.out, &mut self.addrs, &mut line, a)
         {
             self.err = Some(e);
         }
+        self.line = line;
     }
 }
 
