@@ -38,8 +38,9 @@ fn tun_packets(ns: &str, dev: &str) -> u64 {
     v[0]["stats64"]["tx"]["packets"].as_u64().unwrap_or(0)
 }
 
-/// Builds a lab, runs a bulk flow through a relay with `delay_ms` each way for `secs`.
-pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
+/// Builds a lab, runs a bulk flow through a relay with `delay_ms` each way for `secs`
+/// (`spin_us`: the relay's busy-poll threshold).
+pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64, spin_us: u32) -> Result<BenchResult> {
     crate::topology::install_signal_cleanup()?;
     let lab = Lab::create(&TopoConfig {
         mtu,
@@ -70,6 +71,7 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64) -> Result<BenchResult> {
         stats: Some(dir.join("relay.stats.json").to_string_lossy().into()),
         slots: 32768,
         slot_size: (mtu as usize + 64).max(2048),
+        spin_us,
     };
     let relay = RelayProc::start(n, &args, &dir)?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();

@@ -75,6 +75,9 @@ enum Cmd {
         /// Seconds of traffic.
         #[arg(long, default_value_t = 8.0)]
         secs: f64,
+        /// Relay busy-poll threshold (µs).
+        #[arg(long, default_value_t = 20)]
+        spin_us: u32,
     },
     /// Bulk TCP workload.
     Bulk {
@@ -207,9 +210,10 @@ fn main() -> Result<()> {
             mtu,
             delay_ms,
             secs,
+            spin_us,
         } => {
             need_root()?;
-            let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs)?;
+            let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs, spin_us)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
             println!(
                 "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}; relay CPU {:.2} s = {:.0} kpps per CPU-second",

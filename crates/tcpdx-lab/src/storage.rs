@@ -45,13 +45,17 @@ fn needs(op: StorageOp) -> &'static [&'static str] {
 
 /// Control port of tgtd for a lab (its socket path is global: /var/run/tgtd/socket.N).
 fn tgt_port(prefix: &str) -> String {
-    let h = prefix.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let h = prefix
+        .bytes()
+        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
     (100 + h % 800).to_string()
 }
 
 /// Renders a config template for this lab.
 pub fn render(template: &str, server_ip: &str, state: &Path) -> String {
-    template.replace("@SERVER_IP@", server_ip).replace("@STATE@", &state.to_string_lossy())
+    template
+        .replace("@SERVER_IP@", server_ip)
+        .replace("@STATE@", &state.to_string_lossy())
 }
 
 /// Running storage servers.
@@ -71,7 +75,8 @@ fn zero_file(path: &Path, mib: u32) -> Result<()> {
 fn wait_listen(ns: &str, port: u16, what: &str) -> Result<()> {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(15) {
-        let out = cmd::ns_run(ns, "ss", &["-Hltn", &format!("sport = :{port}")]).unwrap_or_default();
+        let out =
+            cmd::ns_run(ns, "ss", &["-Hltn", &format!("sport = :{port}")]).unwrap_or_default();
         if !out.trim().is_empty() {
             return Ok(());
         }
@@ -83,7 +88,14 @@ fn wait_listen(ns: &str, port: u16, what: &str) -> Result<()> {
 impl Services {
     /// Starts the servers the scenario needs (and creates the test files).
     pub fn start(n: &Names, sc: &Scenario, out: &Path) -> Result<Services> {
-        let Workload::Storage { op, mib, short_mib: _, server_cc, .. } = &sc.workload else {
+        let Workload::Storage {
+            op,
+            mib,
+            short_mib: _,
+            server_cc,
+            ..
+        } = &sc.workload
+        else {
             bail!("not a storage workload")
         };
         for tool in needs(*op) {
@@ -91,16 +103,30 @@ impl Services {
                 bail!("`{tool}` is missing: run `tcpdx-lab install`");
             }
         }
-        cmd::ns_run(&n.ns_s, "sysctl", &["-qw", &format!("net.ipv4.tcp_congestion_control={server_cc}")])?;
+        cmd::ns_run(
+            &n.ns_s,
+            "sysctl",
+            &[
+                "-qw",
+                &format!("net.ipv4.tcp_congestion_control={server_cc}"),
+            ],
+        )?;
         let state = PathBuf::from(format!("/tmp/tcpdx-lab-{}", n.prefix));
         let _ = std::fs::remove_dir_all(&state);
-        let mut s = Services { op: *op, state: state.clone(), children: Vec::new(), mib: *mib };
+        let mut s = Services {
+            op: *op,
+            state: state.clone(),
+            children: Vec::new(),
+            mib: *mib,
+        };
         std::fs::create_dir_all(&state)?;
         let _ = out;
         let log = |name: &str| state.join(format!("{name}.log"));
         match op {
             StorageOp::Smb3Read | StorageOp::Smb3Write => {
-                for d in ["share", "lock", "state", "cache", "pid", "private", "ncalrpc", "log"] {
+                for d in [
+                    "share", "lock", "state", "cache", "pid", "private", "ncalrpc", "log",
+                ] {
                     std::fs::create_dir_all(state.join("smb").join(d))?;
                 }
                 zero_file(&state.join("smb/share/f.bin"), *mib)?;
@@ -127,13 +153,20 @@ impl Services {
                 zero_file(&state.join("nfs/export/f.bin"), *mib)?;
                 let conf = state.join("nfs/ganesha.conf");
                 std::fs::write(&conf, render(GANESHA_CONF, &n.ip_s, &state))?;
-                if ports(*op).contains(&111) {
+                // ganesha registers with the portmapper even for NFSv4 (it stalls without one)
+                {
                     if Path::new("/run/rpcbind.sock").exists() && !ns_pids(&n.ns_s).is_empty() {
                         bail!("rpcbind socket in use");
                     }
                     let _ = std::fs::remove_file("/run/rpcbind.sock");
                     let _ = std::fs::remove_file("/run/rpcbind.lock");
-                    s.children.push(spawn_in(&n.ns_s, 1, "rpcbind", &["-w".into(), "-f".into()], &log("rpcbind"))?);
+                    s.children.push(spawn_in(
+                        &n.ns_s,
+                        1,
+                        "rpcbind",
+                        &["-w".into(), "-f".into()],
+                        &log("rpcbind"),
+                    )?);
                     wait_listen(&n.ns_s, 111, "rpcbind")?;
                 }
                 s.children.push(spawn_in(
@@ -164,22 +197,71 @@ impl Services {
                     &n.ns_s,
                     1,
                     "tgtd",
-                    &["-f".into(), "-C".into(), c.clone(), "--iscsi".into(), format!("portal={}:3260", n.ip_s)],
+                    &[
+                        "-f".into(),
+                        "-C".into(),
+                        c.clone(),
+                        "--iscsi".into(),
+                        format!("portal={}:3260", n.ip_s),
+                    ],
                     &log("tgtd"),
                 )?);
                 wait_listen(&n.ns_s, 3260, "tgtd")?;
                 let img = state.join("iscsi/disk.img").to_string_lossy().into_owned();
-                run("tgtadm", &["-C", &c, "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", TARGET_IQN])?;
-                run("tgtadm", &["-C", &c, "--lld", "iscsi", "--op", "new", "--mode", "logicalunit", "--tid", "1", "--lun", "1", "-b", &img])?;
-                run("tgtadm", &["-C", &c, "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL"])?;
+                run(
+                    "tgtadm",
+                    &[
+                        "-C", &c, "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid",
+                        "1", "-T", TARGET_IQN,
+                    ],
+                )?;
+                run(
+                    "tgtadm",
+                    &[
+                        "-C",
+                        &c,
+                        "--lld",
+                        "iscsi",
+                        "--op",
+                        "new",
+                        "--mode",
+                        "logicalunit",
+                        "--tid",
+                        "1",
+                        "--lun",
+                        "1",
+                        "-b",
+                        &img,
+                    ],
+                )?;
+                run(
+                    "tgtadm",
+                    &[
+                        "-C", &c, "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid",
+                        "1", "-I", "ALL",
+                    ],
+                )?;
             }
         }
         Ok(s)
     }
 
     /// Runs the client operation (and the server stall, if any); returns a result summary.
-    pub fn run_client(&mut self, n: &Names, sc: &Scenario, short: bool, out: &Path) -> Result<serde_json::Value> {
-        let Workload::Storage { op, mib, short_mib, server_stall_ms, .. } = &sc.workload else {
+    pub fn run_client(
+        &mut self,
+        n: &Names,
+        sc: &Scenario,
+        short: bool,
+        out: &Path,
+    ) -> Result<serde_json::Value> {
+        let Workload::Storage {
+            op,
+            mib,
+            short_mib,
+            server_stall_ms,
+            ..
+        } = &sc.workload
+        else {
             bail!("not a storage workload")
         };
         let size = if short { *short_mib } else { *mib };
@@ -187,7 +269,9 @@ impl Services {
             // the server files were created with the full size; recreate at the run size
             match op {
                 StorageOp::Smb3Read => zero_file(&self.state.join("smb/share/f.bin"), size)?,
-                StorageOp::Nfs3Read | StorageOp::Nfs4Read => zero_file(&self.state.join("nfs/export/f.bin"), size)?,
+                StorageOp::Nfs3Read | StorageOp::Nfs4Read => {
+                    zero_file(&self.state.join("nfs/export/f.bin"), size)?
+                }
                 _ => {}
             }
         }
@@ -199,7 +283,14 @@ impl Services {
         let (prog, args): (&str, Vec<String>) = match op {
             StorageOp::Smb3Read => (
                 "smbclient",
-                vec![format!("//{ip}/labshare"), "-N".into(), "-m".into(), "SMB3".into(), "-c".into(), "get f.bin /dev/null".into()],
+                vec![
+                    format!("//{ip}/labshare"),
+                    "-N".into(),
+                    "-m".into(),
+                    "SMB3".into(),
+                    "-c".into(),
+                    "get f.bin /dev/null".into(),
+                ],
             ),
             StorageOp::Smb3Write => (
                 "smbclient",
@@ -212,9 +303,27 @@ impl Services {
                     format!("put {} up.bin", local.display()),
                 ],
             ),
-            StorageOp::Nfs3Read => ("nfs-cp", vec![format!("nfs://{ip}/export/f.bin"), got.to_string_lossy().into()]),
-            StorageOp::Nfs4Read => ("nfs-cp", vec![format!("nfs://{ip}/export/f.bin?version=4"), got.to_string_lossy().into()]),
-            StorageOp::Nfs3Write => ("nfs-cp", vec![local.to_string_lossy().into(), format!("nfs://{ip}/export/up.bin")]),
+            StorageOp::Nfs3Read => (
+                "nfs-cp",
+                vec![
+                    format!("nfs://{ip}/export/f.bin"),
+                    got.to_string_lossy().into(),
+                ],
+            ),
+            StorageOp::Nfs4Read => (
+                "nfs-cp",
+                vec![
+                    format!("nfs://{ip}/export/f.bin?version=4"),
+                    got.to_string_lossy().into(),
+                ],
+            ),
+            StorageOp::Nfs3Write => (
+                "nfs-cp",
+                vec![
+                    local.to_string_lossy().into(),
+                    format!("nfs://{ip}/export/up.bin"),
+                ],
+            ),
             StorageOp::IscsiRead => (
                 "timeout",
                 vec![
@@ -244,7 +353,13 @@ impl Services {
             std::thread::sleep(Duration::from_millis(u64::from(*server_stall_ms)));
             crate::sys::send_signal(server, libc::SIGCONT);
             let t_cont = crate::sys::realtime_ns();
-            std::fs::write(out.join("stalls.json"), serde_json::to_vec(&[Stall { start_ns: t_stop, end_ns: t_cont }])?)?;
+            std::fs::write(
+                out.join("stalls.json"),
+                serde_json::to_vec(&[Stall {
+                    start_ns: t_stop,
+                    end_ns: t_cont,
+                }])?,
+            )?;
         }
         let st = loop {
             if let Some(st) = child.try_wait()? {
@@ -308,7 +423,12 @@ pub fn take_stalls(out: &Path) -> Option<Vec<Stall>> {
 pub fn stop_tgt_for(prefix: &str) {
     let c = tgt_port(prefix);
     if Path::new(&format!("/var/run/tgtd/socket.{c}")).exists() {
-        cmd::run_quiet("tgtadm", &["-C", &c, "--op", "update", "--mode", "sys", "--name", "State", "-v", "offline"]);
+        cmd::run_quiet(
+            "tgtadm",
+            &[
+                "-C", &c, "--op", "update", "--mode", "sys", "--name", "State", "-v", "offline",
+            ],
+        );
         cmd::run_quiet("tgtadm", &["-C", &c, "--op", "delete", "--mode", "system"]);
         std::thread::sleep(Duration::from_millis(300));
         let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{c}"));

@@ -81,7 +81,7 @@ fn clock_ns(id: libc::clockid_t) -> i64 {
     };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.

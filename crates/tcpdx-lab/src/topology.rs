@@ -162,10 +162,10 @@ fn octets_in_use() -> Result<Vec<u8>> {
         + &run("ip", &["-4", "route", "show", "table", "all"])?;
     for tok in text.split(|c: char| c.is_whitespace() || c == '/') {
         let mut it = tok.split('.');
-        if it.next() == Some("10") {
-            if let Some(Ok(o)) = it.next().map(str::parse::<u8>) {
-                used.push(o);
-            }
+        if it.next() == Some("10")
+            && let Some(Ok(o)) = it.next().map(str::parse::<u8>)
+        {
+            used.push(o);
         }
     }
     for st in list_states() {
@@ -445,10 +445,10 @@ pub fn teardown_state(st: &LabState) {
         .into_iter()
         .filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid))
         .count();
-    if others == 0 {
-        if let Some(b) = st.saved_backlog {
-            let _ = write_backlog(b);
-        }
+    if others == 0
+        && let Some(b) = st.saved_backlog
+    {
+        let _ = write_backlog(b);
     }
     let _ = std::fs::remove_file(state_path(&n.prefix));
 }

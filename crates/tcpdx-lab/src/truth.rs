@@ -205,7 +205,7 @@ pub struct BurstLoss {
     pub start_ns: i64,
     /// Back to Open.
     pub end_ns: i64,
-    /// Retransmitted segments in the episode.
+    /// Retransmitted segments in the episode (spurious ones of reordered data excluded).
     pub retransmitted_segments: u32,
     /// Recovery or Loss.
     pub state: String,
@@ -462,7 +462,8 @@ pub fn reduce_connection(inp: &ConnInput) -> Connection {
     // retransmissions
     let rtx_t: Vec<i64> = evs
         .iter()
-        .filter_map(|e| matches!(e, TraceEvent::Retransmit { err: 0, .. }).then(|| e.t_ns()))
+        .filter(|e| matches!(e, TraceEvent::Retransmit { err: 0, .. }))
+        .map(|e| e.t_ns())
         .collect();
     c.failed_retransmit_attempts = evs
         .iter()
@@ -587,20 +588,32 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes 
                 j += 1;
             }
             let end = st.get(j).map_or(st[st.len() - 1].end_ns, |x| x.start_ns);
-            let segs: u32 =
-                c.retransmissions.iter().filter(|r| r.t_ns >= start && r.t_ns <= end).map(|r| r.segments).sum();
+            let segs: u32 = c
+                .retransmissions
+                .iter()
+                .filter(|r| r.t_ns >= start && r.t_ns <= end && !r.reordered_original)
+                .map(|r| r.segments)
+                .sum();
             losses.push(BurstLoss {
                 start_ns: start,
                 end_ns: end,
                 retransmitted_segments: segs,
-                state: if had_loss { "Loss".into() } else { "Recovery".into() },
+                state: if had_loss {
+                    "Loss".into()
+                } else {
+                    "Recovery".into()
+                },
             });
             i = j.max(i + 1);
         } else {
             i += 1;
         }
     }
-    ep.burst_losses = losses.iter().filter(|b| b.retransmitted_segments >= 3).cloned().collect();
+    ep.burst_losses = losses
+        .iter()
+        .filter(|b| b.retransmitted_segments >= 3)
+        .cloned()
+        .collect();
     // RTOs: every entry into Loss
     for s in st.iter().filter(|s| s.state == "Loss") {
         let rtx = c

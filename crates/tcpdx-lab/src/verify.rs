@@ -70,7 +70,11 @@ impl Report {
 /// One-line summary of a truth file.
 pub fn summary(t: &Truth) -> String {
     let mut s = format!("   {}: ", t.scenario);
-    for c in &t.connections {
+    for c in t
+        .connections
+        .iter()
+        .filter(|c| c.bytes_sent > 10_000 || !c.retransmissions.is_empty())
+    {
         let e = &c.episodes;
         s += &format!(
             "{} -> {}: {} B, rtx {} ({} segs), RTOs {}, delack pauses {}, burst losses {}, zero-window {}, CA phases {}; ",
@@ -254,7 +258,11 @@ fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
     );
     let mut drops: HashMap<(String, u16, u32), i64> = HashMap::new();
     for d in &t.injected.drops {
-        let src = if d.dir == "c2s" { &t.topology.client } else { &t.topology.server };
+        let src = if d.dir == "c2s" {
+            &t.topology.client
+        } else {
+            &t.topology.server
+        };
         *drops.entry((src.clone(), d.sport, d.seq)).or_default() += 1;
     }
     let mut bad = Vec::new();

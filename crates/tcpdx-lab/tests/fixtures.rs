@@ -9,7 +9,12 @@ fn fixture_root() -> PathBuf {
 
 fn fixture_dirs() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(fixture_root())
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.join("truth.json").is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("truth.json").is_file())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -18,16 +23,24 @@ fn fixture_dirs() -> Vec<PathBuf> {
 #[test]
 fn every_fixture_verifies() {
     let dirs = fixture_dirs();
-    assert!(!dirs.is_empty(), "no fixtures under {}", fixture_root().display());
+    assert!(
+        !dirs.is_empty(),
+        "no fixtures under {}",
+        fixture_root().display()
+    );
     let mut failed = Vec::new();
     for d in &dirs {
-        let r = tcpdx_lab::verify::verify_dir(d).unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
+        let r =
+            tcpdx_lab::verify::verify_dir(d).unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
         r.print();
         if !r.ok() {
             failed.push(d.display().to_string());
         }
     }
-    assert!(failed.is_empty(), "fixtures failing verification: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "fixtures failing verification: {failed:?}"
+    );
 }
 
 #[test]
@@ -42,8 +55,10 @@ fn fixture_files_are_small() {
 
 #[test]
 fn required_bulk_scenarios_have_fixtures() {
-    let have: Vec<String> =
-        fixture_dirs().iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let have: Vec<String> = fixture_dirs()
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     for s in [
         "clean_bulk_cubic",
         "clean_bulk_reno",
@@ -62,9 +77,17 @@ fn required_bulk_scenarios_have_fixtures() {
 #[test]
 fn fixtures_match_the_registry() {
     for d in fixture_dirs() {
-        let t: tcpdx_lab::truth::Truth = serde_json::from_slice(&std::fs::read(d.join("truth.json")).unwrap()).unwrap();
-        let sc = tcpdx_lab::scenario::find(&t.scenario).unwrap_or_else(|| panic!("unknown scenario {}", t.scenario));
-        let recorded: tcpdx_lab::scenario::Scenario = serde_json::from_value(t.params.clone()).unwrap();
-        assert_eq!(recorded, sc, "fixture {} was produced by a different recipe; regenerate it", d.display());
+        let t: tcpdx_lab::truth::Truth =
+            serde_json::from_slice(&std::fs::read(d.join("truth.json")).unwrap()).unwrap();
+        let sc = tcpdx_lab::scenario::find(&t.scenario)
+            .unwrap_or_else(|| panic!("unknown scenario {}", t.scenario));
+        let recorded: tcpdx_lab::scenario::Scenario =
+            serde_json::from_value(t.params.clone()).unwrap();
+        assert_eq!(
+            recorded,
+            sc,
+            "fixture {} was produced by a different recipe; regenerate it",
+            d.display()
+        );
     }
 }

@@ -9,7 +9,10 @@ fn enabled() -> bool {
 
 #[test]
 fn list_names_every_scenario() {
-    let out = Command::new(env!("CARGO_BIN_EXE_tcpdx-lab")).arg("list").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tcpdx-lab"))
+        .arg("list")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for s in tcpdx_lab::scenario::registry() {
@@ -35,6 +38,17 @@ fn run_clean_bulk_produces_verified_truth() {
     assert!(r.ok());
     let _ = std::fs::remove_dir_all(&dir);
     // nothing left behind
-    let ns = String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap();
-    assert!(!ns.lines().any(|l| tcpdx_lab::topology::Names::is_lab_ns(l.split_whitespace().next().unwrap_or(""))));
+    let ns = String::from_utf8(
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        !ns.lines().any(|l| tcpdx_lab::topology::Names::is_lab_ns(
+            l.split_whitespace().next().unwrap_or("")
+        ))
+    );
 }
