@@ -17,6 +17,10 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Why is it slow? Findings (pathology, cost, evidence frames, Wireshark filter,
+    /// recommendations), most costly first, and the time budget. `tcpdx FILE` is short for
+    /// `tcpdx diagnose FILE`.
+    Diagnose(DiagnoseArgs),
     /// Per-packet TCP analysis: one row per TCP segment, with Wireshark's frame numbers,
     /// tcp.stream indexes and tcp.analysis.* flags.
     ///
@@ -70,6 +74,58 @@ pub enum EventsFormat {
     Jsonl,
 }
 
+/// `tcpdx diagnose` options.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Only this tcp.stream (repeatable).
+    #[arg(long = "stream", value_name = "N")]
+    pub streams: Vec<u32>,
+    /// Only connections with this port at either end (repeatable).
+    #[arg(long = "port", value_name = "PORT")]
+    pub ports: Vec<u16>,
+    /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with code 1 if a finding is at or above this severity.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+}
+
+impl DiagnoseArgs {
+    /// The shared options for one of the files.
+    pub fn common(&self, file: PathBuf) -> Common {
+        Common {
+            file,
+            progress: self.progress,
+            no_progress: self.no_progress,
+            streams: self.streams.clone(),
+            ports: self.ports.clone(),
+        }
+    }
+}
+
+/// Severity threshold of `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any finding, even informational.
+    Info,
+    /// Minor and above.
+    Minor,
+    /// Major and above.
+    Major,
+    /// Critical only.
+    Critical,
+}
+
 /// `tcpdx flows` options.
 #[derive(Debug, Args)]
 pub struct FlowsArgs {
@@ -81,7 +137,66 @@ pub struct FlowsArgs {
     pub json: bool,
 }
 
-/// Parses the process arguments (exits with code 2 on usage errors).
+/// Subcommand names, for the `tcpdx FILE` shorthand.
+const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "help"];
+
+/// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
+/// argument neither a subcommand nor an option) means `tcpdx diagnose FILE...`.
 pub fn parse() -> Cli {
-    Cli::parse()
+    Cli::parse_from(with_default_command(std::env::args_os().collect()))
+}
+
+/// Inserts `diagnose` unless the first non-option argument is a subcommand, or the only
+/// request is help or the version.
+pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const HELP: &[&str] = &["-h", "--help", "-V", "--version"];
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    if args.len() < 2 || HELP.contains(&first) {
+        return args;
+    }
+    let positional = args[1..]
+        .iter()
+        .filter_map(|a| a.to_str())
+        .find(|a| *a == "-" || !a.starts_with('-'));
+    if positional.is_some_and(|p| !SUBCOMMANDS.contains(&p)) {
+        args.insert(1, "diagnose".into());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<std::ffi::OsString> {
+        a.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn a_bare_file_means_diagnose() {
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "x.pcap"])),
+            v(&["tcpdx", "diagnose", "x.pcap"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "-"])),
+            v(&["tcpdx", "diagnose", "-"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "flows", "x"])),
+            v(&["tcpdx", "flows", "x"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "--help"])),
+            v(&["tcpdx", "--help"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "--json", "x"])),
+            v(&["tcpdx", "diagnose", "--json", "x"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "--no-progress", "flows", "x"])),
+            v(&["tcpdx", "--no-progress", "flows", "x"])
+        );
+    }
 }

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tcpdx_capture::CaptureReader;
-use tcpdx_core::{Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, Warning};
+use tcpdx_core::{
+    Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning,
+};
 
 use crate::cmd;
 use crate::flags::{Cli, Command, Common};
@@ -14,6 +16,7 @@ use crate::flags::{Cli, Command, Common};
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Diagnose(a) => cmd::diagnose::run(&a),
         Command::Events(a) => cmd::events::run(&a),
         Command::Flows(a) => cmd::flows::run(&a),
     }
@@ -48,6 +51,11 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
     fn segment(&mut self, a: &SegmentAnalysis) {
         if self.keep(a.stream.0, a.sport, a.dport) {
             self.inner.segment(a);
+        }
+    }
+    fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        if self.keep(a.stream.0, a.sport, a.dport) {
+            self.inner.segment_detail(a, d);
         }
     }
     fn flow(&mut self, f: &FlowSummary) {

@@ -218,3 +218,22 @@ fn usage_errors_exit_2() {
     assert_eq!(run(&["events"]).status.code(), Some(2));
     assert_eq!(run(&["nonsense-command", "x"]).status.code(), Some(2));
 }
+
+#[test]
+fn diagnose_shorthand_json_and_fail_on() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/fast-retransmission.pcapng");
+    let bin = env!("CARGO_BIN_EXE_tcpdx");
+    let out = Command::new(bin).arg("--json").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], 1);
+    assert!(v["findings"].is_array() && v["time_budget"].is_object());
+    let fail = Command::new(bin)
+        .args(["diagnose", "--fail-on", "info"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let any = v["findings"].as_array().is_some_and(|f| !f.is_empty());
+    assert_eq!(fail.status.code(), Some(if any { 1 } else { 0 }));
+}

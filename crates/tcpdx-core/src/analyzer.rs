@@ -113,7 +113,8 @@ impl Analyzer {
             }
         }
         conn.expired = false;
-        sink.segment(&row);
+        let detail = conn.detail(seg, &row);
+        sink.segment_detail(&row, &detail);
         self.maybe_sweep(seg.ts);
     }
 

@@ -149,6 +149,36 @@ pub struct SegmentAnalysis {
     pub acks_frame: Option<FrameNo>,
 }
 
+/// Maximum number of SACK blocks in one segment (RFC 2018: 40 option bytes hold 4).
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// What a segment carries beyond the `events` row, for consumers that infer the sender's
+/// state (tcpdx-detect): SACK blocks and handshake options. Delivered with
+/// [`EventSink::segment_detail`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentDetail {
+    /// SACK blocks `[left, right)` in the *peer's* relative sequence space (like `ack`),
+    /// unwrapped to 64 bits; only the first `sack_count` are valid.
+    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    /// Number of valid entries in `sack`.
+    pub sack_count: u8,
+    /// MSS option (SYNs).
+    pub mss: Option<u16>,
+    /// Window scale option (SYNs).
+    pub window_scale: Option<u8>,
+    /// SACK-permitted option (SYNs).
+    pub sack_permitted: bool,
+    /// Timestamps option `(TSval, TSecr)`.
+    pub timestamps: Option<(u32, u32)>,
+}
+
+impl SegmentDetail {
+    /// The valid SACK blocks.
+    pub fn sack_blocks(&self) -> &[(u64, u64)] {
+        &self.sack[..usize::from(self.sack_count).min(MAX_SACK_BLOCKS)]
+    }
+}
+
 /// Something about the input worth telling the user, counted rather than repeated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -166,6 +196,12 @@ pub enum Warning {
 pub trait EventSink {
     /// One analysed TCP segment.
     fn segment(&mut self, _a: &SegmentAnalysis) {}
+    /// One analysed TCP segment with its SACK blocks and options. The analyzer calls this
+    /// (not `segment`) for every segment; the default forwards to [`EventSink::segment`],
+    /// so sinks that only need the row implement `segment` alone.
+    fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
+        self.segment(a);
+    }
     /// A connection's summary, once at the end of input (or on expiry).
     fn flow(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.

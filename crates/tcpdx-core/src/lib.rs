@@ -16,7 +16,7 @@ pub mod tcp;
 
 pub use analyzer::{Analyzer, InputStats};
 pub use config::AnalyzerConfig;
-pub use event::{AnalysisFlags, Event, EventSink, SegmentAnalysis, Warning};
+pub use event::{AnalysisFlags, Event, EventSink, SegmentAnalysis, SegmentDetail, Warning};
 pub use flow::{Dir, Endpoint, FlowKey, StreamId};
 pub use segment::Segment;
 pub use tcp::stats::{DirSummary, FlowSummary, RttSummary};

@@ -4,7 +4,14 @@ use crate::cmd;
 use anyhow::{Result, bail};
 
 /// Packages for the bulk lab (topology, capture, impairments).
-pub const BULK_PACKAGES: &[&str] = &["iproute2", "nftables", "ethtool", "tcpdump", "util-linux"];
+pub const BULK_PACKAGES: &[&str] = &[
+    "iproute2",
+    "nftables",
+    "ethtool",
+    "tcpdump",
+    "util-linux",
+    "procps",
+];
 /// Packages for the storage workloads.
 pub const STORAGE_PACKAGES: &[&str] = &[
     "samba",

@@ -37,6 +37,9 @@ enum Cmd {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Override the link MTU (1500 or 9000).
+        #[arg(long)]
+        mtu: Option<u32>,
         /// Keep the raw tracefs text.
         #[arg(long)]
         keep_trace: bool,
@@ -131,6 +134,7 @@ fn main() -> Result<()> {
             out,
             short,
             seed,
+            mtu,
             keep_trace,
             no_gzip,
             verify: do_verify,
@@ -155,6 +159,7 @@ fn main() -> Result<()> {
                     out: dir.clone(),
                     short,
                     seed,
+                    mtu,
                     keep_trace,
                     gzip: !no_gzip,
                 };

@@ -25,6 +25,8 @@ pub struct RunOpts {
     pub short: bool,
     /// Override the seed.
     pub seed: Option<u64>,
+    /// Override the link MTU (1500 or 9000).
+    pub mtu: Option<u32>,
     /// Keep the raw tracefs text (trace.txt) in the output.
     pub keep_trace: bool,
     /// Gzip the captures (and remove the raw pcaps).
@@ -101,12 +103,18 @@ pub fn relay_route_on(n: &Names, path: RelayPath, mtu: u32) -> Result<()> {
     ] {
         ns_run(r, "sysctl", &["-qw", &kv])?;
     }
-    // What the relay writes is forwarded on the relay's own CPU0 (RPS off on the TUN):
-    // one writer thread keeps every flow in order, and CPU1 (both end hosts) is spared
-    // the forwarding. Measured 157-166 kpps vs 130-143 kpps with RPS to CPU1.
-    // TCPDX_LAB_TUN_RPS overrides the mask (e.g. "2").
-    let mask = std::env::var("TCPDX_LAB_TUN_RPS").unwrap_or_else(|_| "0".into());
-    cmd::ns_write(r, &format!("/sys/class/net/{}/queues/rx-0/rps_cpus", n.dev_tun), &mask)?;
+    // What the relay writes is forwarded on CPU1 (RPS) like everything else: the relay
+    // then costs ~3 µs per packet and keeps headroom, so a bulk flow is limited by CPU1
+    // and TCP backs off without loss. With RPS off ("0") the forwarding runs inside the
+    // relay's write() on CPU0: ~10% faster end to end but the relay saturates and the
+    // TUN ring overflows (unintended drops). TCPDX_LAB_TUN_RPS overrides the mask.
+    let mask =
+        std::env::var("TCPDX_LAB_TUN_RPS").unwrap_or_else(|_| crate::topology::RPS_MASK.into());
+    cmd::ns_write(
+        r,
+        &format!("/sys/class/net/{}/queues/rx-0/rps_cpus", n.dev_tun),
+        &mask,
+    )?;
     run(
         "ip",
         &[
@@ -296,6 +304,9 @@ pub fn run_scenario(sc: &Scenario, o: &RunOpts) -> Result<Truth> {
     if let Some(s) = o.seed {
         sc.seed = s;
     }
+    if let Some(m) = o.mtu {
+        sc.mtu = m;
+    }
     std::fs::create_dir_all(&o.out)?;
     let out = std::fs::canonicalize(&o.out)?;
     crate::topology::install_signal_cleanup()?;
@@ -408,6 +419,7 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             slots: 32768,
             slot_size: (lab.mtu as usize + 64).max(2048),
             spin_us: 20,
+            nice: -10,
         };
         relay = Some(RelayProc::start(n, &args, out)?);
     }

@@ -351,6 +351,17 @@ pub fn registry() -> Vec<Scenario> {
         "case001_reorder_time captured on the router behind the reordering element (server side)"
             .into();
     s.capture = Point::RouterServerSide;
+    v.push(s.clone());
+    s.name = "case001_reorder_count".into();
+    s.description =
+        "relay holds 0.5% of data segments until 10 later packets passed (count-based): mild reordering RACK adapts to"
+            .into();
+    s.capture = Point::Client;
+    if let Some(r) = &mut s.relay {
+        r.reorder_delay_ms = 0.0;
+        r.reorder_k = 10;
+    }
+    s.expect = Expect::default();
     v.push(s);
     // case002: receiver cannot keep up
     let mut s = base(

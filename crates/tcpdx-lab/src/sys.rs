@@ -108,10 +108,15 @@ pub fn tai_minus_realtime_ns() -> i64 {
         .unwrap_or(0)
 }
 
-/// Whether process `pid` exists.
+/// Whether process `pid` exists and is not a zombie.
 pub fn pid_alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
-    unsafe { libc::kill(pid, 0) == 0 }
+    let exists = unsafe { libc::kill(pid, 0) == 0 };
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false);
+    exists && !zombie
 }
 
 /// Sends `sig` to process `pid`.
@@ -146,4 +151,10 @@ pub fn tcp_outq(fd: &impl AsRawFd) -> io::Result<i32> {
     } else {
         Ok(v)
     }
+}
+
+/// Sets this process's nice value (negative = more CPU share); returns success.
+pub fn set_nice(nice: i32) -> bool {
+    // SAFETY: plain setpriority(2) on the calling process.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) == 0 }
 }

@@ -227,7 +227,9 @@ impl Lab {
         if !matches!(cfg.mtu, 1500 | 9000) {
             bail!("MTU must be 1500 or 9000");
         }
-        for tool in ["ip", "tc", "nft", "ethtool", "tcpdump", "nstat", "taskset"] {
+        for tool in [
+            "ip", "tc", "nft", "ethtool", "tcpdump", "nstat", "taskset", "sysctl", "ss",
+        ] {
             if !cmd::have(tool) {
                 bail!("`{tool}` is missing: run `tcpdx-lab install` (needs apt)");
             }
@@ -441,6 +443,8 @@ pub fn teardown_state(st: &LabState) {
         run_quiet("ip", &["netns", "del", ns]);
     }
     crate::trace::remove_instances(&n.prefix);
+    // per-run state of the storage servers (storage.rs)
+    let _ = std::fs::remove_dir_all(format!("/tmp/tcpdx-lab-{}", n.prefix));
     let others = list_states()
         .into_iter()
         .filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid))

@@ -129,8 +129,32 @@ impl Tracer {
     }
 }
 
+/// Kills processes (by pid) that hold this instance's trace_pipe open, e.g. the reader
+/// of a run that was killed; the instance cannot be removed while it is open.
+fn kill_pipe_readers(dir: &Path) {
+    let pipe = dir.join("trace_pipe");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Ok(pid) = p.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe))
+        {
+            crate::sys::send_signal(pid, libc::SIGKILL);
+        }
+    }
+}
+
 fn remove_instance(dir: &Path) {
     let _ = std::fs::write(dir.join("tracing_on"), "0");
+    kill_pipe_readers(dir);
     for e in EVENTS {
         let _ = std::fs::write(dir.join(format!("events/tcp/{e}/enable")), "0");
     }

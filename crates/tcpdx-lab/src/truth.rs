@@ -252,6 +252,25 @@ pub struct Episodes {
     pub zero_windows: Vec<ZeroWindow>,
     /// Server stalls (storage scenarios: SIGSTOP .. SIGCONT).
     pub stalls: Vec<Stall>,
+    /// Every change of ssthresh at the sender (window cuts and undos).
+    #[serde(default)]
+    pub ssthresh_changes: Vec<SsthreshChange>,
+}
+
+/// A change of the sender's ssthresh (first probe showing the new value).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SsthreshChange {
+    /// Time of the first sample with the new value.
+    pub t_ns: i64,
+    /// Previous ssthresh (2147483647 = initial).
+    pub from: u32,
+    /// New ssthresh.
+    pub to: u32,
+    /// cwnd in that sample.
+    pub cwnd: u32,
+    /// A retransmission of a segment the relay had reordered (spurious) happened within
+    /// the preceding 2 RTTs: the cut was caused by reordering, not loss.
+    pub after_spurious: bool,
 }
 
 /// A server stall injected by the lab.
@@ -702,6 +721,27 @@ fn episodes(c: &Connection, probes: &[Sample], evs: &[&TraceEvent]) -> Episodes 
             });
         }
     }
+    // ssthresh changes (window cuts, undos)
+    let spurious: Vec<i64> = c
+        .retransmissions
+        .iter()
+        .filter(|r| r.reordered_original)
+        .map(|r| r.t_ns)
+        .collect();
+    for w in probes.windows(2) {
+        if w[1].ssthresh != w[0].ssthresh {
+            let t = w[1].t_ns;
+            ep.ssthresh_changes.push(SsthreshChange {
+                t_ns: t,
+                from: w[0].ssthresh,
+                to: w[1].ssthresh,
+                cwnd: w[1].cwnd,
+                after_spurious: spurious
+                    .iter()
+                    .any(|&s| s <= t && t - s <= 2 * rtt_ns.max(1_000_000)),
+            });
+        }
+    }
     // zero window
     let mut zw: Option<i64> = None;
     for p in probes {
@@ -905,6 +945,46 @@ mod tests {
         assert_eq!(c.episodes.burst_losses[0].retransmitted_segments, 5);
         let g = &c.episodes.ca_growth[0];
         assert!((g.segments_per_rtt - 1.0).abs() < 0.05, "{g:?}");
+    }
+
+    #[test]
+    fn ssthresh_cut_after_spurious_retransmission() {
+        let ms = 1_000_000;
+        let evs = vec![
+            probe(0, 0, 1, 40, u32::MAX >> 1, 65535),
+            rtx(10 * ms),
+            probe(15 * ms, 0, 1, 20, 20, 65535),
+        ];
+        let pcap = vec![
+            data(1, 0, 1000),
+            data(2, 1000, 1000),
+            data(10 * ms - 1000, 0, 1000),
+        ];
+        let inj = Injected {
+            reorders: vec![InjectedEvent {
+                t_ns: 1,
+                ev: "reorder".into(),
+                n: 1,
+                dir: "c2s".into(),
+                sport: 40000,
+                dport: 15301,
+                seq: 0,
+                len: 1000,
+            }],
+            ..Default::default()
+        };
+        let c = reduce_connection(&ConnInput {
+            sender: sa(S),
+            receiver: sa(R),
+            events: &evs,
+            sender_pcap: &pcap,
+            injected: &inj,
+            mss: 1000,
+        });
+        assert!(c.retransmissions[0].reordered_original);
+        let ch = &c.episodes.ssthresh_changes;
+        assert_eq!(ch.len(), 1);
+        assert_eq!((ch[0].to, ch[0].after_spurious), (20, true));
     }
 
     #[test]

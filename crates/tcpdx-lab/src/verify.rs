@@ -239,7 +239,47 @@ fn check_connection(r: &mut Report, t: &Truth, c: &Connection, caps: &HashMap<St
     );
 }
 
+/// Every segment the relay reordered arrives downstream after a higher sequence number
+/// of its flow (it really was overtaken).
+fn check_reorders(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
+    if t.injected.reorders.is_empty() {
+        return;
+    }
+    let mut overtaken = 0;
+    for e in &t.injected.reorders {
+        let (src, down) = if e.dir == "c2s" {
+            (&t.topology.client, "server")
+        } else {
+            (&t.topology.server, "client")
+        };
+        let Ok(src) = src.parse::<std::net::Ipv4Addr>() else {
+            continue;
+        };
+        let pk = caps.get(down).map_or(&[][..], |v| v.as_slice());
+        let flow: Vec<&Pkt> = pk
+            .iter()
+            .filter(|p| p.src == src.octets() && p.sport == e.sport && p.len > 0)
+            .collect();
+        if let Some(i) = flow.iter().position(|p| p.seq == e.seq && p.t_ns >= e.t_ns) {
+            overtaken += usize::from(
+                flow[..i]
+                    .iter()
+                    .any(|p| (p.seq.wrapping_sub(e.seq) as i32) > 0 && p.t_ns >= e.t_ns),
+            );
+        }
+    }
+    r.add(
+        "injected reorders overtaken",
+        overtaken == t.injected.reorders.len(),
+        format!(
+            "{overtaken}/{} held segments arrived after a later segment of their flow",
+            t.injected.reorders.len()
+        ),
+    );
+}
+
 fn check_injected(r: &mut Report, t: &Truth, caps: &HashMap<String, Vec<Pkt>>) {
+    check_reorders(r, t, caps);
     if t.injected.drops.is_empty() {
         return;
     }
@@ -436,6 +476,38 @@ fn check_expect(r: &mut Report, t: &Truth, e: &Expect, caps: &HashMap<String, Ve
             "spurious retransmissions",
             dsack >= u64::from(e.min_spurious) && reord >= e.min_spurious as usize,
             format!("TCPDSACKRecv {dsack}, retransmissions of reordered segments {reord}, reorders injected {}", t.injected.reorders.len()),
+        );
+        let cuts = sum(&|c| {
+            c.episodes
+                .ssthresh_changes
+                .iter()
+                .filter(|x| x.after_spurious && x.to < x.from)
+                .count()
+        });
+        r.add(
+            "window cuts from reordering",
+            cuts > 0,
+            format!("{cuts} ssthresh reduction(s) right after a spurious retransmission"),
+        );
+    }
+    let intended = t.injected.drops.len() as u64
+        + t.counters.tbf_drops.unwrap_or(0)
+        + t.counters.nft_drops.unwrap_or(0);
+    if intended > 0 {
+        let segs: u64 = conns
+            .iter()
+            .map(|c| u64::from(c.retransmitted_segments))
+            .sum();
+        let nstat: u64 = t
+            .counters
+            .nstat
+            .values()
+            .filter_map(|m| m.get("TcpRetransSegs"))
+            .sum();
+        r.add(
+            "loss accounted",
+            segs >= intended,
+            format!("intended drops {intended}; kernel retransmitted segments {segs} (nstat TcpRetransSegs {nstat})"),
         );
     }
     if e.zero_window {

@@ -66,6 +66,7 @@ fn required_bulk_scenarios_have_fixtures() {
         "case000_rto_quickack",
         "case001_reorder_time",
         "case001_reorder_behind",
+        "case001_reorder_count",
         "case002_slow_reader",
         "case002_rx_host_drops",
         "case004_tbf_burst",

@@ -5,9 +5,11 @@
 //! never materialises in memory (ripgrep's printers-as-sinks).
 #![warn(missing_docs)]
 
+pub mod diagnose;
 pub mod events;
 pub mod flows;
 mod fmt;
 
+pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{EventsCsv, EventsJsonl};
 pub use flows::{write_flows_json, write_flows_table};

@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
+pub mod diagnose;
 pub mod events;
 pub mod flows;

@@ -8,7 +8,7 @@ pub mod unacked;
 use tcpdx_wire::{FrameNo, TcpFlags, Timestamp};
 
 use crate::config::AnalyzerConfig;
-use crate::event::{AnalysisFlags as F, SegmentAnalysis};
+use crate::event::{AnalysisFlags as F, MAX_SACK_BLOCKS, SegmentAnalysis, SegmentDetail};
 use crate::flow::{Dir, Endpoint, FlowKey, StreamId};
 use crate::segment::Segment;
 use analysis::Verdict;
@@ -178,6 +178,30 @@ impl Connection {
             acks_frame: v.acked.map(|m| m.frame),
         };
         (row, v)
+    }
+
+    /// SACK blocks (relative to the peer's base, unwrapped near `row.ack`) and options of a
+    /// segment this connection has just analysed into `row`.
+    pub fn detail(&self, seg: &Segment, row: &SegmentAnalysis) -> SegmentDetail {
+        let o = &seg.options;
+        let mut d = SegmentDetail {
+            mss: o.mss,
+            window_scale: o.window_scale,
+            sack_permitted: o.sack_permitted,
+            timestamps: o.timestamps,
+            ..SegmentDetail::default()
+        };
+        if o.sack_count > 0 && seg.flags.ack() {
+            let peer_base = self.halves[row.dir.rev().idx()].base_seq;
+            let n = usize::from(o.sack_count).min(MAX_SACK_BLOCKS);
+            for (i, &(l, r)) in o.sack_blocks().iter().take(n).enumerate() {
+                let left = unwrap_rel(l, peer_base, row.ack);
+                let right = unwrap_rel(r, peer_base, left);
+                d.sack[i] = (left, right);
+            }
+            d.sack_count = n as u8;
+        }
+        d
     }
 
     #[allow(clippy::too_many_arguments)]

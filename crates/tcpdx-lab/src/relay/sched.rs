@@ -264,6 +264,7 @@ impl PartialOrd for Entry {
 struct Held {
     slot: u32,
     dir: Dir,
+    id: u64,
     left: u32,
     deadline: i64,
 }
@@ -298,9 +299,11 @@ impl Scheduler {
 
     /// Holds `slot` until `k` later packets of `dir` were sent or `deadline` passes.
     pub fn hold(&mut self, slot: u32, dir: Dir, k: u32, deadline: i64) {
+        self.next_id += 1;
         self.held.push_back(Held {
             slot,
             dir,
+            id: self.next_id,
             left: k,
             deadline,
         });
@@ -327,22 +330,24 @@ impl Scheduler {
     }
 
     /// Pops the next packet due at or before `now`, with its direction.
-    pub fn pop_due(&mut self, now: i64) -> Option<(u32, Dir)> {
+    /// Returns (slot, direction, arrival id).
+    pub fn pop_due(&mut self, now: i64) -> Option<(u32, Dir, u64)> {
         if let Some(i) = self.held.iter().position(|h| h.deadline <= now) {
             let h = self.held.remove(i).expect("index valid");
-            return Some((h.slot, h.dir));
+            return Some((h.slot, h.dir, h.id));
         }
         match self.heap.peek() {
-            Some(e) if e.due <= now => self.heap.pop().map(|e| (e.slot, e.dir)),
+            Some(e) if e.due <= now => self.heap.pop().map(|e| (e.slot, e.dir, e.id)),
             _ => None,
         }
     }
 
-    /// Records that a packet of `dir` was sent; returns a held slot that is now released.
-    pub fn on_sent(&mut self, dir: Dir) -> Option<(u32, Dir)> {
+    /// Records that packet `id` of `dir` was sent; only packets that arrived after a held
+    /// one count towards its release. Returns a held slot that is now released.
+    pub fn on_sent(&mut self, dir: Dir, id: u64) -> Option<(u32, Dir, u64)> {
         let mut release = None;
         for (i, h) in self.held.iter_mut().enumerate() {
-            if h.dir == dir && h.left > 0 {
+            if h.dir == dir && id > h.id && h.left > 0 {
                 h.left -= 1;
                 if h.left == 0 && release.is_none() {
                     release = Some(i);
@@ -351,13 +356,13 @@ impl Scheduler {
         }
         release
             .and_then(|i| self.held.remove(i))
-            .map(|h| (h.slot, h.dir))
+            .map(|h| (h.slot, h.dir, h.id))
     }
 
     /// Releases a held slot whose count already reached zero (after `on_sent`).
-    pub fn pop_released(&mut self) -> Option<(u32, Dir)> {
+    pub fn pop_released(&mut self) -> Option<(u32, Dir, u64)> {
         let i = self.held.iter().position(|h| h.left == 0)?;
-        self.held.remove(i).map(|h| (h.slot, h.dir))
+        self.held.remove(i).map(|h| (h.slot, h.dir, h.id))
     }
 }
 
@@ -489,22 +494,35 @@ mod tests {
         s.push(10, 3, Dir::S2c);
         assert_eq!(s.next_due(), Some(10));
         assert_eq!(s.pop_due(9), None);
-        assert_eq!(s.pop_due(10), Some((2, Dir::C2s)));
-        assert_eq!(s.pop_due(10), Some((3, Dir::S2c)));
+        assert_eq!(s.pop_due(10).map(|x| x.0), Some(2));
+        assert_eq!(s.pop_due(10).map(|x| (x.0, x.1)), Some((3, Dir::S2c)));
         assert_eq!(s.pop_due(29), None);
-        assert_eq!(s.pop_due(31), Some((1, Dir::C2s)));
+        assert_eq!(s.pop_due(31).map(|x| x.0), Some(1));
         assert!(s.is_empty());
     }
 
     #[test]
-    fn held_packet_released_after_k_sends_or_deadline() {
+    fn held_packet_waits_for_k_later_arrivals_or_deadline() {
         let mut s = Scheduler::with_capacity(16);
+        s.push(100, 1, Dir::C2s); // arrived before the held one: does not count
         s.hold(9, Dir::C2s, 2, 1000);
-        assert_eq!(s.on_sent(Dir::S2c), None);
-        assert_eq!(s.on_sent(Dir::C2s), None);
-        assert_eq!(s.on_sent(Dir::C2s), Some((9, Dir::C2s)));
+        s.push(100, 2, Dir::C2s);
+        s.push(100, 3, Dir::S2c);
+        s.push(100, 4, Dir::C2s);
+        let (slot, d, id) = s.pop_due(100).unwrap();
+        assert_eq!(slot, 1);
+        assert_eq!(s.on_sent(d, id), None);
+        let (slot, d, id) = s.pop_due(100).unwrap();
+        assert_eq!(slot, 2);
+        assert_eq!(s.on_sent(d, id), None);
+        let (slot, d, id) = s.pop_due(100).unwrap();
+        assert_eq!(slot, 3);
+        assert_eq!(s.on_sent(d, id), None, "other direction");
+        let (slot, d, id) = s.pop_due(100).unwrap();
+        assert_eq!(slot, 4);
+        assert_eq!(s.on_sent(d, id).map(|x| x.0), Some(9));
         s.hold(8, Dir::C2s, 5, 1000);
         assert_eq!(s.next_due(), Some(1000));
-        assert_eq!(s.pop_due(1000), Some((8, Dir::C2s)));
+        assert_eq!(s.pop_due(1000).map(|x| x.0), Some(8));
     }
 }

@@ -3,6 +3,7 @@
 //! installed (CI installs it), checked frame by frame against Wireshark's flags.
 
 mod close;
+mod detail;
 mod dup_ack;
 mod handshake;
 mod keep_alive;

@@ -1,0 +1,62 @@
+//! `application-limited` (TCP level): the connection sat idle with nothing in flight: the
+//! client did not send the next request, or the server was slow to answer.
+
+use super::{ConnContext, ms};
+use crate::budget::State;
+use crate::finding::{Finding, FindingKind, Severity};
+
+/// Share of the lifetime idle before the finding is reported (tcpdx choice: below it,
+/// idle time is within normal request/response turn-taking).
+pub const IDLE_MIN_SHARE: f64 = 0.1;
+
+/// Finds idle time.
+pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
+    let think = cx.budget_s(State::ServerThinkTime);
+    let idle = cx.budget_s(State::ApplicationIdle);
+    let life = cx.lifetime_s();
+    if life <= 0.0 || (think + idle) / life < IDLE_MIN_SHARE {
+        return Vec::new();
+    }
+    let gaps: Vec<_> = cx
+        .conn
+        .gaps
+        .iter()
+        .filter(|g| g.idle_ns(cx.rtt) > 0)
+        .collect();
+    let mut f = cx.finding(FindingKind::ApplicationLimited, think + idle);
+    // Idle time is the workload's shape, not a fault of the transfer machinery: it is at
+    // most minor unless it dominates a connection that also moved real data.
+    if cx.sender().data_bytes < 1_000_000 {
+        f.severity = f.severity.min(Severity::Minor);
+    }
+    f.episodes = gaps.len() as u32;
+    let longest = gaps.iter().map(|g| g.idle_ns(cx.rtt)).max().unwrap_or(0);
+    for g in &gaps {
+        f.evidence(g.frame_after, "first segment after the idle period");
+        f.episode(cx.rel_s(g.start), g.idle_ns(cx.rtt) as f64 / 1e9);
+    }
+    f.wireshark_filter = format!("tcp.stream == {} && tcp.time_delta >= 0.010", cx.stream());
+    f.confidence = 0.6;
+    let (client, server) = (&cx.conn.endpoints[0], &cx.conn.endpoints[1]);
+    f.explanation = format!(
+        "The connection was idle with nothing in flight for {tot:.3} s of {life:.3} s: \
+         {think:.3} s waiting for {server} to answer (server think time) and {idle:.3} s with \
+         the application not sending (mostly {client}'s turn). {n} idle period(s), the longest \
+         {longest}.",
+        tot = think + idle,
+        n = gaps.len(),
+        longest = ms(longest),
+    );
+    f.recommendations = vec![
+        "If the client waits for each answer before asking again, keep more requests \
+         outstanding (NFS: larger rsize/wsize and more slots, `nconnect`; SMB: multichannel, \
+         larger credits; iSCSI: queue depth) so outstanding bytes cover the bandwidth-delay \
+         product."
+            .into(),
+        format!(
+            "If {server}'s think time dominates, the bottleneck is the server (CPU, disk, \
+             locks), not the network."
+        ),
+    ];
+    vec![f]
+}

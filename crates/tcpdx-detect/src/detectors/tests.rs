@@ -1,0 +1,328 @@
+//! Detector scenarios: hand-built conversations (tcpdx-testkit scripts) through the core's
+//! analyzer into the diagnoser. The client sends the data in most scenarios, so the
+//! script's vantage point (the client's host) is next to the sender, as in the lab's
+//! primary captures.
+
+use tcpdx_core::{Analyzer, AnalyzerConfig};
+use tcpdx_testkit::{AUTO, C2S_DATA, Dir, Script, SegSpec};
+
+use crate::finding::{Finding, FindingKind as K, Severity};
+use crate::{Diagnoser, Diagnosis};
+
+const MSS: u32 = 1448;
+
+fn diagnose(t: &Script) -> Diagnosis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut d = Diagnoser::new();
+    for f in t.frames() {
+        a.handle_frame(&f.as_frame(), &mut d);
+    }
+    a.handle_end(&mut d);
+    d.finish()
+}
+
+#[track_caller]
+fn find(d: &Diagnosis, kind: K) -> &Finding {
+    d.findings
+        .iter()
+        .find(|f| f.kind == kind)
+        .unwrap_or_else(|| panic!("no {} in {:#?}", kind.as_str(), d.findings))
+}
+
+fn roles(f: &Finding) -> Vec<(u64, &str)> {
+    f.evidence
+        .iter()
+        .map(|e| (e.frame, e.role.as_str()))
+        .collect()
+}
+
+/// One round trip of the client sending `n` segments and the server acknowledging them
+/// all one RTT (10 ms) later.
+fn round(t: &mut Script, n: u32) {
+    let seq = t.next_seq(Dir::C2S);
+    t.client_burst(seq, n, MSS);
+    t.after_ms(10).server_acks(AUTO);
+}
+
+#[test]
+fn delack_slowstart_stall_has_the_four_signatures_of_case_000() {
+    let mut t = Script::new();
+    t.handshake(); // 1-3
+    t.at_ms(20).client_burst(1, 5, MSS); // 4-8: A..E, B (5) lost after the capture
+    t.at_ms(30).server_acks(1449); // 9: ACK of A
+    t.after_ms(0.01)
+        .server_acks(1449)
+        .sack(&[(2897, 7241)])
+        .times(3); // 10-12
+    t.after_ms(0.1).client(SegSpec {
+        seq: 1449,
+        len: MSS,
+        ..C2S_DATA
+    }); // 13: fast retransmission of B
+    t.after_ms(10).server_acks(7241); // 14: caught up
+    t.after_ms(0.1).client_sends(AUTO, MSS); // 15: slow start, one segment
+    t.after_ms(110).server_acks(AUTO); // 16: delayed ACK, 100 ms beyond the RTT
+    round(&mut t, 2);
+    round(&mut t, 4);
+    let d = diagnose(&t);
+    let f = find(&d, K::DelackSlowstartStall);
+    assert_eq!(f.episodes, 1);
+    assert_eq!(
+        roles(f),
+        vec![
+            (12, "third duplicate ACK"),
+            (13, "fast retransmission"),
+            (15, "lone segment"),
+            (16, "delayed ACK")
+        ]
+    );
+    assert!((f.cost.seconds - 0.1).abs() < 0.002, "{}", f.cost.seconds);
+    assert!(f.explanation.contains("ESXi"), "{}", f.explanation);
+    assert!(f.recommendations[0].contains("/SunRPC/SetNoDelayedAck"));
+    assert!(f.recommendations[0].contains("quickack 1"));
+    assert!(f.recommendations[0].contains("TcpAckFrequency"));
+    let without = f.cost.goodput_without_bps.unwrap();
+    assert!(without > d.connections[0].path_bps.min(1.0));
+}
+
+#[test]
+fn no_delack_stall_when_the_receiver_acks_at_once() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_burst(1, 5, MSS);
+    t.at_ms(30).server_acks(1449);
+    t.after_ms(0.01)
+        .server_acks(1449)
+        .sack(&[(2897, 7241)])
+        .times(3);
+    t.after_ms(0.1).client(SegSpec {
+        seq: 1449,
+        len: MSS,
+        ..C2S_DATA
+    });
+    t.after_ms(10).server_acks(7241);
+    t.after_ms(0.1).client_sends(AUTO, MSS);
+    t.after_ms(10).server_acks(AUTO); // immediate ACK: one RTT
+    let d = diagnose(&t);
+    assert!(d.findings.iter().all(|f| f.kind != K::DelackSlowstartStall));
+    // The loss itself is still reported, after the capture point next to the sender.
+    let f = find(&d, K::NetworkLoss);
+    assert_eq!(f.episodes, 1);
+    assert!(
+        f.explanation.contains("after the capture point"),
+        "{}",
+        f.explanation
+    );
+}
+
+#[test]
+fn rto_stall_from_the_silence_to_the_timeout_retransmission() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_sends(1, MSS); // 4: lost, tail of the flight
+    t.at_ms(320).client_sends(1, MSS); // 5: timeout retransmission
+    t.at_ms(330).server_acks(AUTO); // 6
+    let d = diagnose(&t);
+    let f = find(&d, K::RtoStall);
+    assert_eq!(f.episodes, 1);
+    assert!((f.cost.seconds - 0.3).abs() < 1e-6, "{}", f.cost.seconds);
+    assert!(roles(f).contains(&(5, "timeout retransmission")));
+    assert!(f.severity >= Severity::Major);
+}
+
+#[test]
+fn spurious_retransmission_proved_by_an_early_ack_and_a_dsack() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_burst(1, 4, MSS); // 4-7: 4 delayed by reordering
+    t.at_ms(30)
+        .server_acks(1)
+        .sack(&[(1449, 5793)])
+        .times_every_ms(3, 0.01); // 8-10
+    t.after_ms(0.1).client(SegSpec {
+        seq: 1,
+        len: MSS,
+        ..C2S_DATA
+    }); // 11: fast retransmission
+    t.after_ms(0.5).server_acks(5793); // 12: the late original arrived
+    t.after_ms(10).server_acks(5793).sack(&[(1, 1449)]); // 13: D-SACK
+    let d = diagnose(&t);
+    let f = find(&d, K::SpuriousRetransmission);
+    assert_eq!(f.episodes, 1);
+    assert!(roles(f).contains(&(11, "spurious retransmission")));
+    assert!(d.findings.iter().all(|f| f.kind != K::NetworkLoss));
+}
+
+#[test]
+fn reordering_without_retransmission_is_only_info() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_burst(1, 4, MSS);
+    t.at_ms(30).server_acks(1).sack(&[(1449, 5793)]); // one duplicate-ACK signal
+    t.after_ms(0.2).server_acks(5793); // the hole filled by itself
+    let d = diagnose(&t);
+    let f = find(&d, K::Reordering);
+    assert_eq!(f.severity, Severity::Info);
+}
+
+#[test]
+fn zero_window_limits_the_sender() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_burst(1, 2, MSS); // 4-5
+    t.at_ms(30).server_acks(AUTO).win(0); // 6: zero window
+    t.at_ms(330).server_acks(AUTO).win(65280); // 7: window update
+    t.after_ms(0.1).client_sends(AUTO, MSS); // 8
+    t.after_ms(10).server_acks(AUTO);
+    let d = diagnose(&t);
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert_eq!(f.episodes, 1);
+    assert!((f.cost.seconds - 0.3).abs() < 1e-6, "{}", f.cost.seconds);
+    assert_eq!(roles(f), vec![(6, "zero window"), (7, "window update")]);
+    assert_eq!(d.findings[0].kind, K::ReceiverWindowLimited);
+}
+
+#[test]
+fn receiver_host_drops_when_the_capture_sits_next_to_the_receiver() {
+    let mut t = Script::new();
+    // Vantage next to the server (the data receiver): its SYN-ACK follows the SYN at once.
+    t.syn();
+    t.after_ms(0.05).syn_ack();
+    t.after_ms(10).handshake_ack();
+    t.at_ms(20).client_burst(1, 5, MSS); // 4-8: 5 seen here, dropped inside the receiver
+    t.after_ms(0.05).server_acks(1449); // 9
+    t.after_ms(0.01)
+        .server_acks(1449)
+        .sack(&[(2897, 7241)])
+        .times_every_ms(3, 0.01); // 10-12
+    t.after_ms(10).client(SegSpec {
+        seq: 1449,
+        len: MSS,
+        ..C2S_DATA
+    }); // 13
+    t.after_ms(0.05).server_acks(7241);
+    let d = diagnose(&t);
+    assert_eq!(
+        d.connections[0].capture_point,
+        crate::CapturePoint::NearServer
+    );
+    let f = find(&d, K::ReceiverHostDrops);
+    assert_eq!(f.episodes, 1);
+    assert!(f.recommendations.iter().any(|r| r.contains("ethtool -G")));
+    assert!(f.recommendations.iter().any(|r| r.contains("%RDY")));
+    assert!(d.findings.iter().all(|f| f.kind != K::NetworkLoss));
+}
+
+#[test]
+fn fixed_duration_stalls_and_application_idle() {
+    let mut t = Script::new();
+    t.handshake();
+    for i in 0..4 {
+        t.at_ms(20 + i * 250).client_sends(AUTO, 200);
+        t.after_ms(10).server_acks(AUTO);
+    }
+    let d = diagnose(&t);
+    let f = find(&d, K::FixedDurationStall);
+    assert_eq!(f.episodes, 3);
+    assert!((f.episode_list[0].duration_s - 0.24).abs() < 1e-6);
+    let a = find(&d, K::ApplicationLimited);
+    assert_eq!(a.episodes, 3);
+    // Idle time is what exceeds one round trip per turn.
+    assert!(
+        (a.cost.seconds - 3.0 * 0.23).abs() < 1e-6,
+        "{}",
+        a.cost.seconds
+    );
+}
+
+#[test]
+fn syn_retransmission_is_a_setup_problem() {
+    let mut t = Script::new();
+    t.syn(); // 1
+    t.at_ms(1000).syn(); // 2
+    t.after_ms(10).syn_ack();
+    t.handshake_ack();
+    t.after_ms(5).client_sends(1, 100);
+    t.after_ms(10).server_acks(AUTO);
+    let d = diagnose(&t);
+    let f = find(&d, K::HandshakeAndSetup);
+    assert!((f.cost.seconds - 1.0).abs() < 1e-6);
+    assert_eq!(roles(f), vec![(1, "first SYN"), (2, "SYN retransmission")]);
+}
+
+#[test]
+fn one_direction_only_is_a_capture_problem() {
+    let mut t = Script::new();
+    t.at_ms(0).client_sends(1, MSS);
+    t.at_ms(1).client_sends(AUTO, MSS);
+    let d = diagnose(&t);
+    let f = find(&d, K::CaptureQuality);
+    assert!(f.explanation.contains("one direction"), "{}", f.explanation);
+}
+
+#[test]
+fn a_clean_transfer_is_limited_by_the_path_and_nothing_else() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    for n in [4, 8, 16, 32] {
+        round(&mut t, n);
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    let d = diagnose(&t);
+    assert!(
+        d.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:#?}",
+        d.findings
+    );
+    let f = find(&d, K::PathLimited);
+    assert!(f.explanation.contains("Healthy"));
+    let c = &d.connections[0];
+    assert_eq!(c.max_packets_per_round, 32);
+    assert!(c.slow_start_rounds >= 2, "{c:?}");
+    // The budget adds up to the lifetime.
+    let b = &d.time_budget;
+    assert!((b.states.total() - b.seconds).abs() < 1e-9);
+}
+
+#[test]
+fn cwnd_collapse_after_a_burst_loss_and_an_additive_ramp() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    for n in [8, 16, 32] {
+        round(&mut t, n);
+    }
+    // A burst of 40: the first 10 are lost after the capture point.
+    let base = t.next_seq(Dir::C2S);
+    t.client_burst(base, 40, MSS);
+    let (hole_end, top) = (base + 10 * MSS, base + 40 * MSS);
+    t.after_ms(10)
+        .server_acks(base)
+        .sack(&[(hole_end, top)])
+        .times_every_ms(3, 0.01);
+    for i in 0..10 {
+        t.after_ms(0.01).client(SegSpec {
+            seq: base + i * MSS,
+            len: MSS,
+            ..C2S_DATA
+        });
+    }
+    t.after_ms(10).server_acks(top);
+    // Restart low, then +1 segment per round trip.
+    for n in 4..=12 {
+        round(&mut t, n);
+    }
+    let d = diagnose(&t);
+    let f = find(&d, K::CwndCollapse);
+    assert_eq!(f.episodes, 1);
+    assert!(f.cost.seconds > 0.0);
+    assert!(f.recommendations[0].contains("bbr"));
+    assert!(
+        f.explanation.contains("grew by only 1.0 per round"),
+        "{}",
+        f.explanation
+    );
+}

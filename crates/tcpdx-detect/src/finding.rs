@@ -1,0 +1,272 @@
+//! `Finding`: one diagnosed pathology with its cost, evidence and advice.
+//!
+//! The serialised form is the `tcpdx diagnose --json` contract (DESIGN.md "JSON
+//! contracts", docs/json-format.md): extend, never break.
+
+use serde::Serialize;
+
+/// The stable catalogue kinds (DESIGN.md "Pathologies"), serialised in kebab-case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// Sender restarts from one segment after loss; receiver delays the lone segment's ACK.
+    DelackSlowstartStall,
+    /// Retransmission after a silent retransmission timeout.
+    RtoStall,
+    /// Segments lost in the network, costing recovery time.
+    NetworkLoss,
+    /// Retransmissions of data that was not lost (reordering, lost ACKs).
+    SpuriousRetransmission,
+    /// Segments arriving out of order without retransmission.
+    Reordering,
+    /// Burst loss, window back near one segment, slow additive ramp below the BDP.
+    CwndCollapse,
+    /// The receiver's advertised window (or a zero window) limits the sender.
+    ReceiverWindowLimited,
+    /// Segments lost inside the receiving host, after the capture point.
+    ReceiverHostDrops,
+    /// Stalls that repeat at one duration: a timer somewhere.
+    FixedDurationStall,
+    /// The sender (or the server answering) leaves the connection idle.
+    ApplicationLimited,
+    /// Handshake problems: SYN retransmissions, window scaling or SACK off, small MSS.
+    HandshakeAndSetup,
+    /// The capture itself misleads: drops, offload, one direction only.
+    CaptureQuality,
+    /// Healthy transfer, limited by the path.
+    PathLimited,
+}
+
+impl FindingKind {
+    /// The stable kind string (`delack-slowstart-stall`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::DelackSlowstartStall => "delack-slowstart-stall",
+            Self::RtoStall => "rto-stall",
+            Self::NetworkLoss => "network-loss",
+            Self::SpuriousRetransmission => "spurious-retransmission",
+            Self::Reordering => "reordering",
+            Self::CwndCollapse => "cwnd-collapse",
+            Self::ReceiverWindowLimited => "receiver-window-limited",
+            Self::ReceiverHostDrops => "receiver-host-drops",
+            Self::FixedDurationStall => "fixed-duration-stall",
+            Self::ApplicationLimited => "application-limited",
+            Self::HandshakeAndSetup => "handshake-and-setup",
+            Self::CaptureQuality => "capture-quality",
+            Self::PathLimited => "path-limited",
+        }
+    }
+}
+
+/// How much a finding matters, from its share of the connection's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Informational (healthy, or too small to matter).
+    Info,
+    /// Costs a little.
+    Minor,
+    /// Costs a noticeable share of the transfer time.
+    Major,
+    /// Dominates the transfer time.
+    Critical,
+}
+
+impl Severity {
+    /// Parses `info|minor|major|critical`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "info" => Some(Self::Info),
+            "minor" => Some(Self::Minor),
+            "major" => Some(Self::Major),
+            "critical" => Some(Self::Critical),
+            _ => None,
+        }
+    }
+    /// The lower-case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Minor => "minor",
+            Self::Major => "major",
+            Self::Critical => "critical",
+        }
+    }
+    /// Severity of a cost that is `share` of the connection's lifetime (see the constants).
+    pub fn from_share(share: f64) -> Self {
+        if share >= CRITICAL_SHARE {
+            Self::Critical
+        } else if share >= MAJOR_SHARE {
+            Self::Major
+        } else if share >= MINOR_SHARE {
+            Self::Minor
+        } else {
+            Self::Info
+        }
+    }
+}
+
+/// Share of a connection's time at and above which a finding is critical (tcpdx choice:
+/// case 000's stall cost 35% of throughput and was the whole story).
+pub const CRITICAL_SHARE: f64 = 0.30;
+/// Share at and above which a finding is major (tcpdx choice).
+pub const MAJOR_SHARE: f64 = 0.10;
+/// Share at and above which a finding is minor; below it, info (tcpdx choice: 2% is within
+/// run-to-run noise of a bulk transfer).
+pub const MINOR_SHARE: f64 = 0.02;
+
+/// What a finding cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// Seconds lost (stalled, or the equivalent at the path rate).
+    pub seconds: f64,
+    /// `seconds` as a share of the connection's lifetime (of the capture for capture-wide findings).
+    pub share: f64,
+    /// Projected goodput of the connection's main direction without this pathology.
+    pub goodput_without_bps: Option<f64>,
+}
+
+/// One frame that proves a finding, with what it shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// Wireshark frame number.
+    pub frame: u64,
+    /// Role (`third duplicate ACK`, `fast retransmission`, `lone segment`, `delayed ACK`, ...).
+    pub role: String,
+}
+
+/// One episode of a finding, in seconds since the first frame of the capture.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Episode {
+    /// Start, seconds since the first frame.
+    pub start_s: f64,
+    /// Length in seconds.
+    pub duration_s: f64,
+}
+
+/// One diagnosed pathology.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// Catalogue kind.
+    pub kind: FindingKind,
+    /// Severity.
+    pub severity: Severity,
+    /// `tcp.stream`, or `None` for capture-wide findings.
+    pub stream: Option<u32>,
+    /// Number of episodes (occurrences).
+    pub episodes: u32,
+    /// Cost.
+    pub cost: Cost,
+    /// Confidence, 0..1.
+    pub confidence: f64,
+    /// Evidence frames with their roles.
+    pub evidence: Vec<Evidence>,
+    /// A Wireshark display filter showing the evidence.
+    pub wireshark_filter: String,
+    /// What happened, for a newcomer.
+    pub explanation: String,
+    /// What to change, most effective first.
+    pub recommendations: Vec<String>,
+    /// The episodes, in time order (at most [`MAX_EPISODES_LISTED`]).
+    pub episode_list: Vec<Episode>,
+    /// Capture file the finding comes from (set by the CLI when several files are given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Episodes listed per finding; the count in `episodes` is always complete (tcpdx choice:
+/// enough to check by hand, bounded for huge captures).
+pub const MAX_EPISODES_LISTED: usize = 50;
+/// Evidence frames listed per finding (tcpdx choice, as above).
+pub const MAX_EVIDENCE: usize = 100;
+
+impl Finding {
+    /// A finding with no cost, evidence or text yet.
+    pub fn new(kind: FindingKind, stream: Option<u32>) -> Self {
+        Self {
+            kind,
+            severity: Severity::Info,
+            stream,
+            episodes: 0,
+            cost: Cost::default(),
+            confidence: 0.5,
+            evidence: Vec::new(),
+            wireshark_filter: String::new(),
+            explanation: String::new(),
+            recommendations: Vec::new(),
+            episode_list: Vec::new(),
+            file: None,
+        }
+    }
+
+    /// Adds an evidence frame (bounded by [`MAX_EVIDENCE`]).
+    pub fn evidence(&mut self, frame: u64, role: &str) {
+        if self.evidence.len() < MAX_EVIDENCE {
+            self.evidence.push(Evidence {
+                frame,
+                role: role.to_string(),
+            });
+        }
+    }
+
+    /// Adds an episode span (bounded by [`MAX_EPISODES_LISTED`]).
+    pub fn episode(&mut self, start_s: f64, duration_s: f64) {
+        if self.episode_list.len() < MAX_EPISODES_LISTED {
+            self.episode_list.push(Episode {
+                start_s,
+                duration_s,
+            });
+        }
+    }
+
+    /// Sum of the listed episodes' durations.
+    pub fn episode_seconds(&self) -> f64 {
+        self.episode_list.iter().map(|e| e.duration_s).sum()
+    }
+
+    /// A Wireshark filter selecting the evidence frames of this finding.
+    pub fn frames_filter(&self) -> String {
+        let mut frames: Vec<u64> = self.evidence.iter().map(|e| e.frame).collect();
+        frames.sort_unstable();
+        frames.dedup();
+        if frames.is_empty() {
+            return self
+                .stream
+                .map_or_else(String::new, |s| format!("tcp.stream == {s}"));
+        }
+        let list: Vec<String> = frames.iter().map(u64::to_string).collect();
+        format!("frame.number in {{{}}}", list.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severity_thresholds_and_names() {
+        assert_eq!(Severity::from_share(0.5), Severity::Critical);
+        assert_eq!(Severity::from_share(0.1), Severity::Major);
+        assert_eq!(Severity::from_share(0.05), Severity::Minor);
+        assert_eq!(Severity::from_share(0.0), Severity::Info);
+        for s in [
+            Severity::Info,
+            Severity::Minor,
+            Severity::Major,
+            Severity::Critical,
+        ] {
+            assert_eq!(Severity::parse(s.as_str()), Some(s));
+        }
+        assert!(Severity::Critical > Severity::Info);
+    }
+
+    #[test]
+    fn filter_lists_evidence_frames_once() {
+        let mut f = Finding::new(FindingKind::RtoStall, Some(3));
+        assert_eq!(f.frames_filter(), "tcp.stream == 3");
+        f.evidence(9, "a");
+        f.evidence(4, "b");
+        f.evidence(9, "c");
+        assert_eq!(f.frames_filter(), "frame.number in {4 9}");
+    }
+}

@@ -1,0 +1,299 @@
+//! Sender-side inference per connection: both directions' [`SenderState`], the handshake
+//! (RTT, its split around the capture point, options, SYN retransmissions) and the
+//! connection's silent gaps.
+
+pub mod sender;
+
+pub use sender::{
+    DelackPause, LossEpisode, RecoveryKind, Round, RtoStall, SenderState, Spurious, ZeroWindow,
+};
+
+use tcpdx_core::{Dir, SegmentAnalysis, SegmentDetail};
+
+/// Gaps kept per connection (tcpdx choice; the count stays exact).
+pub const MAX_GAPS: usize = 10_000;
+/// A silence at least this long is a gap worth attributing (tcpdx choice: above timer
+/// granularity and ACK jitter, below the shortest delayed-ACK timer of 40 ms).
+pub const GAP_MIN_NS: i64 = 10_000_000;
+/// The capture is "near" an end when the other end's half of the handshake RTT is at
+/// least this share of it (tcpdx choice: a tap a few percent of the RTT away still sees
+/// the end's own timing).
+pub const NEAR_SHARE: f64 = 0.9;
+
+/// Where the capture was taken, from the handshake's RTT split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapturePoint {
+    /// Next to the client (the SYN sender).
+    NearClient,
+    /// Next to the server.
+    NearServer,
+    /// Somewhere in the path.
+    Middle,
+    /// No handshake seen.
+    Unknown,
+}
+
+/// A silence in the connection (no segment in either direction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gap {
+    /// Last segment before it.
+    pub start: i64,
+    /// First segment after it.
+    pub end: i64,
+    /// Frame before.
+    pub frame_before: u64,
+    /// Frame after.
+    pub frame_after: u64,
+    /// Data was unacknowledged in some direction during the gap.
+    pub in_flight: bool,
+    /// Direction of the last data segment before the gap.
+    pub last_data_dir: Option<Dir>,
+    /// Direction of the segment ending the gap.
+    pub next_dir: Dir,
+    /// The segment ending the gap carries data.
+    pub next_has_data: bool,
+}
+
+impl Gap {
+    /// Length in ns.
+    pub fn duration(&self) -> i64 {
+        self.end - self.start
+    }
+    /// Idle time in the gap: nothing in flight, beyond the one round trip any turn of a
+    /// conversation takes (a request and its answer crossing the path), and at least
+    /// [`GAP_MIN_NS`]; 0 if the gap is not idle.
+    pub fn idle_ns(&self, rtt: i64) -> i64 {
+        let idle = self.duration() - rtt.max(0);
+        if self.in_flight || idle < GAP_MIN_NS {
+            0
+        } else {
+            idle
+        }
+    }
+}
+
+/// Handshake facts of a connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handshake {
+    /// First SYN.
+    pub syn: Option<i64>,
+    /// Frame of the first SYN.
+    pub syn_frame: u64,
+    /// SYNs sent (retransmissions = count - 1).
+    pub syn_count: u32,
+    /// Frame of the last SYN.
+    pub last_syn_frame: u64,
+    /// Last SYN.
+    pub last_syn: Option<i64>,
+    /// First SYN-ACK.
+    pub synack: Option<i64>,
+    /// SYN-ACKs seen.
+    pub synack_count: u32,
+    /// First ACK of the client after the SYN-ACK.
+    pub ack: Option<i64>,
+    /// Client's window scale / SACK-permitted / MSS.
+    pub client_opts: (Option<u8>, bool, Option<u16>),
+    /// Server's window scale / SACK-permitted / MSS.
+    pub server_opts: (Option<u8>, bool, Option<u16>),
+}
+
+impl Handshake {
+    /// Full round trip seen at the capture: SYN-ACK after the (last) SYN plus ACK after it.
+    pub fn rtt(&self) -> Option<i64> {
+        Some(self.ack? - self.last_syn?).filter(|&r| r > 0)
+    }
+    /// Where the capture was taken.
+    pub fn capture_point(&self) -> CapturePoint {
+        let (Some(syn), Some(synack), Some(ack)) = (self.last_syn, self.synack, self.ack) else {
+            return CapturePoint::Unknown;
+        };
+        let total = (ack - syn) as f64;
+        if total <= 0.0 {
+            return CapturePoint::Unknown;
+        }
+        let server_side = (synack - syn) as f64 / total;
+        if server_side >= NEAR_SHARE {
+            CapturePoint::NearClient
+        } else if server_side <= 1.0 - NEAR_SHARE {
+            CapturePoint::NearServer
+        } else {
+            CapturePoint::Middle
+        }
+    }
+}
+
+/// Everything inferred about one connection.
+#[derive(Clone, Debug, Default)]
+pub struct ConnTracker {
+    /// `tcp.stream`.
+    pub stream: u32,
+    /// Data sent by the client, by the server (indexed by `Dir::idx()`).
+    pub senders: [SenderState; 2],
+    /// Handshake.
+    pub handshake: Handshake,
+    /// Silent gaps of at least [`GAP_MIN_NS`] (capped).
+    pub gaps: Vec<Gap>,
+    /// First segment.
+    pub first_ts: i64,
+    /// Last segment.
+    pub last_ts: i64,
+    /// Last frame.
+    pub last_frame: u64,
+    /// Segments seen per direction.
+    pub segments: [u64; 2],
+    /// Capture start (ns since epoch), for relative times.
+    pub capture_start: i64,
+    /// Client and server as `ip:port`.
+    pub endpoints: [String; 2],
+    last_data_dir: Option<Dir>,
+    started: bool,
+}
+
+impl ConnTracker {
+    /// Best estimate of the path round trip so far: the handshake's, else the smallest
+    /// ACK delay seen (exact when the capture is next to the data sender), else 0.
+    pub fn path_rtt(&self) -> i64 {
+        if let Some(r) = self.handshake.rtt() {
+            return r;
+        }
+        self.senders
+            .iter()
+            .filter_map(|s| s.downstream_rtt_min)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// One analysed segment of this connection.
+    pub fn on_segment(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        const SYN: u16 = 0x02;
+        const ACK: u16 = 0x10;
+        let ts = a.ts.0;
+        if !self.started {
+            self.started = true;
+            self.stream = a.stream.0;
+            self.first_ts = ts;
+            self.capture_start = ts - a.rel_time_ns;
+            let (src, dst) = (endpoint(a.src, a.sport), endpoint(a.dst, a.dport));
+            self.endpoints = match a.dir {
+                Dir::ClientToServer => [src, dst],
+                Dir::ServerToClient => [dst, src],
+            };
+        } else {
+            self.maybe_gap(a);
+        }
+        let dir = a.dir;
+        self.segments[dir.idx()] += 1;
+        let syn = a.tcp_flags & SYN != 0;
+        let ack = a.tcp_flags & ACK != 0;
+        let h = &mut self.handshake;
+        if syn && !ack && dir == Dir::ClientToServer {
+            h.syn.get_or_insert(ts);
+            if h.syn_count == 0 {
+                h.syn_frame = a.frame.0;
+            }
+            h.syn_count += 1;
+            h.last_syn = Some(ts);
+            h.last_syn_frame = a.frame.0;
+            h.client_opts = (d.window_scale, d.sack_permitted, d.mss);
+        } else if syn && ack && dir == Dir::ServerToClient {
+            h.synack.get_or_insert(ts);
+            h.synack_count += 1;
+            h.server_opts = (d.window_scale, d.sack_permitted, d.mss);
+        } else if !syn && ack && dir == Dir::ClientToServer && h.synack.is_some() && h.ack.is_none()
+        {
+            h.ack = Some(ts);
+        }
+        if syn {
+            self.senders[dir.idx()].on_syn(d);
+        }
+        let rtt = self.path_rtt();
+        if a.len > 0 {
+            self.senders[dir.idx()].on_data(a, rtt);
+            self.last_data_dir = Some(dir);
+        }
+        if ack {
+            self.senders[dir.rev().idx()].on_ack(a, d, rtt);
+        }
+        self.last_ts = ts;
+        self.last_frame = a.frame.0;
+    }
+
+    fn maybe_gap(&mut self, a: &SegmentAnalysis) {
+        let gap = a.ts.0 - self.last_ts;
+        if gap < GAP_MIN_NS || self.gaps.len() >= MAX_GAPS {
+            return;
+        }
+        let in_flight = self.senders.iter().any(|s| !s.idle());
+        self.gaps.push(Gap {
+            start: self.last_ts,
+            end: a.ts.0,
+            frame_before: self.last_frame,
+            frame_after: a.frame.0,
+            in_flight,
+            last_data_dir: self.last_data_dir,
+            next_dir: a.dir,
+            next_has_data: a.len > 0,
+        });
+    }
+
+    /// End of input: closes open episodes.
+    pub fn finish(&mut self) {
+        for s in &mut self.senders {
+            s.finish(self.last_ts);
+        }
+    }
+
+    /// The direction carrying most data (the "sender" of the connection).
+    pub fn main_dir(&self) -> Dir {
+        if self.senders[1].data_bytes > self.senders[0].data_bytes {
+            Dir::ServerToClient
+        } else {
+            Dir::ClientToServer
+        }
+    }
+
+    /// Seconds since the capture's first frame.
+    pub fn rel_s(&self, ts: i64) -> f64 {
+        (ts - self.capture_start) as f64 / 1e9
+    }
+
+    /// Lifetime in ns.
+    pub fn lifetime(&self) -> i64 {
+        (self.last_ts - self.first_ts).max(0)
+    }
+}
+
+fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => format!("{v4}:{port}"),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }
+}
+
+/// Growth factor per round at or above which a round is slow start (RFC 5681 section 3.1:
+/// slow start doubles per round; with delayed ACKs it grows by 1.5x).
+pub const SLOW_START_MIN_GROWTH: f64 = 1.4;
+/// Growth per round, in segments, within which a round is congestion avoidance (RFC 5681:
+/// about one segment per round; a little more for CUBIC's concave region).
+pub const CA_MAX_GROWTH_SEGMENTS: i64 = 3;
+
+/// Counts slow-start and congestion-avoidance rounds (rounds in recovery, limited by the
+/// receiver's window, or too small to say are skipped).
+pub fn phases(rounds: &[Round]) -> (usize, usize) {
+    let (mut ss, mut ca) = (0, 0);
+    for w in rounds.windows(2) {
+        let (p, c) = (&w[0], &w[1]);
+        if p.in_recovery || c.in_recovery || c.rwnd_limited || p.pkts < 2 {
+            continue;
+        }
+        let growth = f64::from(c.pkts) / f64::from(p.pkts);
+        let delta = i64::from(c.pkts) - i64::from(p.pkts);
+        if growth >= SLOW_START_MIN_GROWTH {
+            ss += 1;
+        } else if (-1..=CA_MAX_GROWTH_SEGMENTS).contains(&delta) {
+            ca += 1;
+        }
+    }
+    (ss, ca)
+}

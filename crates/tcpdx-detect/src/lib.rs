@@ -1,0 +1,171 @@
+//! tcpdx-detect: findings from TCP analysis events. Never sees bytes.
+//!
+//! capture -> wire -> core -> **detect** -> report. A [`Diagnoser`] is an [`EventSink`]: the
+//! core's analyzer pushes every analysed segment (with its SACK blocks and options) into it;
+//! per connection it infers the sender's behaviour (`infer`: round trips, slow start and
+//! congestion avoidance, loss-recovery episodes, timeouts, the receiver's delayed ACKs, zero
+//! windows, the capture point), divides each connection's time into states
+//! (`budget`), and at the end runs the detectors (`detectors`) to produce [`Finding`]s,
+//! most costly first, with the capture's [`TimeBudget`].
+#![warn(missing_docs)]
+
+pub mod budget;
+pub mod detectors;
+pub mod finding;
+pub mod infer;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
+
+pub use budget::{ConnBudget, State, TimeBudget};
+pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
+pub use infer::{CapturePoint, ConnTracker};
+
+use detectors::{ConnContext, DETECTORS};
+
+/// What tcpdx inferred about one connection (for the JSON `connections` list).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConnInference {
+    /// `tcp.stream`.
+    pub stream: u32,
+    /// Client `ip:port`.
+    pub client: String,
+    /// Server `ip:port`.
+    pub server: String,
+    /// Direction carrying most data: `client_to_server` or `server_to_client`.
+    pub main_direction: &'static str,
+    /// Where the capture was taken.
+    pub capture_point: CapturePoint,
+    /// Path round trip in seconds (handshake, else smallest ACK delay), null if unknown.
+    pub rtt_s: Option<f64>,
+    /// Highest delivery rate over a round trip (bits/s).
+    pub path_bps: f64,
+    /// Round trips of the main sender.
+    pub rounds: usize,
+    /// Round trips in slow start (window growing by half or more per round).
+    pub slow_start_rounds: usize,
+    /// Round trips in congestion avoidance (window growing by about one segment per round).
+    pub congestion_avoidance_rounds: usize,
+    /// Largest number of segments sent in one round trip (the sender's largest window).
+    pub max_packets_per_round: u32,
+    /// Loss-recovery episodes of the main sender.
+    pub loss_episodes: u32,
+    /// Segments the receiver acknowledged per ACK (2 = every second segment, RFC 1122).
+    pub segments_per_ack: Option<f64>,
+    /// Median ACK delay of a lone segment, seconds (the receiver's delayed-ACK behaviour).
+    pub lone_segment_ack_delay_s: Option<f64>,
+}
+
+/// The result of a diagnosis.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Diagnosis {
+    /// Findings, most costly first.
+    pub findings: Vec<Finding>,
+    /// Where the time went.
+    pub time_budget: TimeBudget,
+    /// Per-connection inference.
+    pub connections: Vec<ConnInference>,
+}
+
+impl Diagnosis {
+    /// The highest severity among the findings.
+    pub fn max_severity(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+    /// Merges another capture's diagnosis into this one (re-sorted).
+    pub fn merge(&mut self, other: Diagnosis) {
+        self.findings.extend(other.findings);
+        sort_findings(&mut self.findings);
+        for c in other.time_budget.connections {
+            self.time_budget.push(c);
+        }
+        self.connections.extend(other.connections);
+    }
+}
+
+/// Orders findings: most costly first, then most severe, then by stream.
+pub fn sort_findings(f: &mut [Finding]) {
+    f.sort_by(|a, b| {
+        b.cost
+            .seconds
+            .total_cmp(&a.cost.seconds)
+            .then(b.severity.cmp(&a.severity))
+            .then(a.stream.cmp(&b.stream))
+            .then(a.kind.cmp(&b.kind))
+    });
+}
+
+/// Consumes the core's events and diagnoses every connection at the end.
+#[derive(Debug, Default)]
+pub struct Diagnoser {
+    conns: HashMap<u32, ConnTracker>,
+}
+
+impl Diagnoser {
+    /// A new diagnoser.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The connections' inference so far, in no particular order (for tests and tools).
+    pub fn trackers(&self) -> impl Iterator<Item = &ConnTracker> {
+        self.conns.values()
+    }
+
+    /// Runs the detectors over every connection seen; findings most costly first.
+    pub fn finish(self) -> Diagnosis {
+        let mut conns: Vec<ConnTracker> = self.conns.into_values().collect();
+        conns.sort_by_key(|c| c.stream);
+        let mut out = Diagnosis::default();
+        for mut c in conns {
+            c.finish();
+            let budget = budget::connection_budget(&c);
+            let cx = ConnContext::new(&c, &budget);
+            let mut found: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
+            if found.iter().all(|f| f.severity == Severity::Info) {
+                found.extend(detectors::path_limited::detect(&cx));
+            }
+            out.findings.extend(found);
+            out.connections.push(inference(&cx));
+            out.time_budget.push(budget);
+        }
+        sort_findings(&mut out.findings);
+        out
+    }
+}
+
+impl EventSink for Diagnoser {
+    fn segment(&mut self, a: &SegmentAnalysis) {
+        self.segment_detail(a, &SegmentDetail::default());
+    }
+    fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        self.conns.entry(a.stream.0).or_default().on_segment(a, d);
+    }
+    fn flow(&mut self, _f: &FlowSummary) {}
+}
+
+fn inference(cx: &ConnContext<'_>) -> ConnInference {
+    let s = cx.sender();
+    let (ss, ca) = infer::phases(&s.rounds);
+    ConnInference {
+        stream: cx.stream(),
+        client: cx.conn.endpoints[0].clone(),
+        server: cx.conn.endpoints[1].clone(),
+        main_direction: match cx.dir {
+            tcpdx_core::Dir::ClientToServer => "client_to_server",
+            tcpdx_core::Dir::ServerToClient => "server_to_client",
+        },
+        capture_point: cx.capture_point,
+        rtt_s: (cx.rtt > 0).then(|| cx.rtt as f64 / 1e9),
+        path_bps: cx.path_bps,
+        rounds: s.rounds.len(),
+        slow_start_rounds: ss,
+        congestion_avoidance_rounds: ca,
+        max_packets_per_round: s.rounds.iter().map(|r| r.pkts).max().unwrap_or(0),
+        loss_episodes: s.episode_count,
+        segments_per_ack: s.segments_per_ack(),
+        lone_segment_ack_delay_s: s.median_lone_ack_delay().map(|d| d as f64 / 1e9),
+    }
+}
