@@ -443,8 +443,11 @@ pub fn teardown_state(st: &LabState) {
         run_quiet("ip", &["netns", "del", ns]);
     }
     crate::trace::remove_instances(&n.prefix);
-    // per-run state of the storage servers (storage.rs)
+    // per-run state of the storage servers (storage.rs) and nstat histories (run.rs)
     let _ = std::fs::remove_dir_all(format!("/tmp/tcpdx-lab-{}", n.prefix));
+    for ns in n.namespaces() {
+        let _ = std::fs::remove_file(format!("/tmp/tcpdx-nstat.{ns}"));
+    }
     let others = list_states()
         .into_iter()
         .filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid))
