@@ -760,24 +760,29 @@ impl SenderState {
                 continue;
             };
             r.spurious = true;
-            self.spurious_count += 1;
-            push_capped(
-                &mut self.spurious,
-                Spurious {
-                    retx_frame: x.frame,
-                    proof_frame: a.frame.0,
-                    ts: x.ts,
-                    proof: PROOF_EARLY_ACK,
-                },
-                MAX_EPISODES,
-            );
-            if let Some(ep) = &mut self.episode {
-                ep.spurious += 1;
-            } else if let Some(ep) = self.episodes.last_mut()
-                && x.ts >= ep.start
-            {
-                ep.spurious += 1;
-            }
+            self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_EARLY_ACK);
+        }
+    }
+
+    /// Counts one retransmission proven spurious and charges it to its loss episode.
+    fn record_spurious(&mut self, retx_frame: u64, ts: i64, proof_frame: u64, proof: &'static str) {
+        self.spurious_count += 1;
+        push_capped(
+            &mut self.spurious,
+            Spurious {
+                retx_frame,
+                proof_frame,
+                ts,
+                proof,
+            },
+            MAX_EPISODES,
+        );
+        if let Some(ep) = &mut self.episode {
+            ep.spurious += 1;
+        } else if let Some(ep) = self.episodes.last_mut()
+            && ts >= ep.start
+        {
+            ep.spurious += 1;
         }
     }
 
@@ -794,28 +799,15 @@ impl SenderState {
         }
         self.dsacks += 1;
         // A D-SACK block may cover several retransmitted segments: all were spurious.
+        let mut proven = Vec::new();
         for x in self.recent_retx.iter_mut().rev() {
             if x.seq < r && x.end > l && !x.spurious {
                 x.spurious = true;
-                self.spurious_count += 1;
-                push_capped(
-                    &mut self.spurious,
-                    Spurious {
-                        retx_frame: x.frame,
-                        proof_frame: a.frame.0,
-                        ts: x.ts,
-                        proof: PROOF_DSACK,
-                    },
-                    MAX_EPISODES,
-                );
-                if let Some(ep) = &mut self.episode {
-                    ep.spurious += 1;
-                } else if let Some(ep) = self.episodes.last_mut()
-                    && x.ts >= ep.start
-                {
-                    ep.spurious += 1;
-                }
+                proven.push((x.frame, x.ts));
             }
+        }
+        for (frame, ts) in proven {
+            self.record_spurious(frame, ts, a.frame.0, PROOF_DSACK);
         }
     }
 
