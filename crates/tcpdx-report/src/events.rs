@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 use tcpdx_core::{EventSink, SegmentAnalysis};
 
-use crate::fmt::{push_num, push_secs};
+use crate::line::Line;
 
 /// The CSV header line.
 pub const CSV_HEADER: &str =
@@ -20,31 +20,85 @@ pub const CSV_HEADER: &str =
 pub struct EventsCsv<W: Write> {
     out: W,
     err: Option<io::Error>,
-    addrs: AddrCache,
-    line: Vec<u8>,
+    tail: CsvTail,
+    line: Line,
 }
 
-/// Formatted addresses of the last few endpoints: `IpAddr`'s `Display` is slow and a
-/// capture repeats the same few addresses on every row.
+/// Formatted IPv6 addresses of the last few endpoints: `Ipv6Addr`'s `Display` is slow and
+/// a capture repeats the same few addresses on every row (IPv4 is formatted directly).
 #[derive(Default)]
 struct AddrCache {
-    slots: [(Option<IpAddr>, String); 4],
+    slots: [(Option<IpAddr>, Vec<u8>); 8],
     next: usize,
 }
 
 impl AddrCache {
-    fn get(&mut self, a: IpAddr) -> &str {
-        let i = match self.slots.iter().position(|(k, _)| *k == Some(a)) {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.next = (self.next + 1) % self.slots.len();
-                self.slots[i] = (Some(a), a.to_string());
-                i
-            }
-        };
-        &self.slots[i].1
+    fn get(&mut self, a: IpAddr) -> Vec<u8> {
+        if let Some((_, s)) = self.slots.iter().find(|(k, _)| *k == Some(a)) {
+            return s.clone();
+        }
+        let i = self.next;
+        self.next = (self.next + 1) % self.slots.len();
+        let s = a.to_string().into_bytes();
+        self.slots[i] = (Some(a), s.clone());
+        s
     }
+}
+
+/// Formats the part of a CSV row after `frame,stream,` (from `time` to the newline), so
+/// parallel workers can format rows before the final stream index is known.
+#[derive(Default)]
+pub struct CsvTail {
+    v6: AddrCache,
+}
+
+impl CsvTail {
+    /// Appends the row tail of `a` (ending with a newline) to `line`.
+    pub fn format(&mut self, line: &mut Line, a: &SegmentAnalysis) {
+        line.secs(a.rel_time_ns);
+        line.byte(b',');
+        line.addr(a.src, |x| self.v6.get(x));
+        line.byte(b',');
+        line.u64(a.sport.into());
+        line.byte(b',');
+        line.addr(a.dst, |x| self.v6.get(x));
+        line.byte(b',');
+        line.u64(a.dport.into());
+        line.byte(b',');
+        line.u64(a.seq);
+        line.byte(b',');
+        line.u64(a.ack);
+        line.byte(b',');
+        line.u64(a.len.into());
+        line.byte(b',');
+        for (i, name) in a.flags.names().enumerate() {
+            if i > 0 {
+                line.byte(b'|');
+            }
+            line.bytes(name.as_bytes());
+        }
+        line.byte(b',');
+        if let Some(n) = a.dup_ack_num {
+            line.u64(n.into());
+        }
+        line.byte(b',');
+        if let Some(n) = a.bytes_in_flight {
+            line.u64(n.into());
+        }
+        line.byte(b',');
+        if let Some(ns) = a.ack_rtt_ns {
+            line.secs(ns);
+        }
+        line.byte(b'\n');
+    }
+}
+
+/// Appends the first two CSV columns, `frame,stream,`.
+pub fn csv_head(line: &mut Line, frame: u64, stream: u32) {
+    line.u64(frame);
+    line.byte(b',');
+    line.u64(stream.into());
+    line.byte(b',');
 }
 
 impl<W: Write> EventsCsv<W> {
@@ -54,8 +108,8 @@ impl<W: Write> EventsCsv<W> {
         Ok(Self {
             out,
             err: None,
-            addrs: AddrCache::default(),
-            line: Vec::with_capacity(256),
+            tail: CsvTail::default(),
+            line: Line::default(),
         })
     }
     /// Flushes; returns the first write error, if any.
@@ -69,66 +123,34 @@ impl<W: Write> EventsCsv<W> {
     pub fn failed(&self) -> bool {
         self.err.is_some()
     }
-}
-
-fn write_csv_row<W: Write>(
-    out: &mut W,
-    addrs: &mut AddrCache,
-    line: &mut Vec<u8>,
-    a: &SegmentAnalysis,
-) -> io::Result<()> {
-    line.clear();
-    push_num(line, a.frame.0);
-    line.push(b',');
-    push_num(line, a.stream.0);
-    line.push(b',');
-    push_secs(line, a.rel_time_ns);
-    line.push(b',');
-    line.extend_from_slice(addrs.get(a.src).as_bytes());
-    line.push(b',');
-    push_num(line, a.sport);
-    line.push(b',');
-    line.extend_from_slice(addrs.get(a.dst).as_bytes());
-    line.push(b',');
-    push_num(line, a.dport);
-    line.push(b',');
-    push_num(line, a.seq);
-    line.push(b',');
-    push_num(line, a.ack);
-    line.push(b',');
-    push_num(line, a.len);
-    line.push(b',');
-    for (i, name) in a.flags.names().enumerate() {
-        if i > 0 {
-            line.push(b'|');
+    /// Writes a row whose tail was formatted elsewhere (by `CsvTail`).
+    pub fn write_row(&mut self, frame: u64, stream: u32, tail: &[u8]) {
+        if self.err.is_some() {
+            return;
         }
-        line.extend_from_slice(name.as_bytes());
+        self.line.clear();
+        csv_head(&mut self.line, frame, stream);
+        let r = self
+            .out
+            .write_all(self.line.as_bytes())
+            .and_then(|()| self.out.write_all(tail));
+        if let Err(e) = r {
+            self.err = Some(e);
+        }
     }
-    line.push(b',');
-    if let Some(n) = a.dup_ack_num {
-        push_num(line, n);
-    }
-    line.push(b',');
-    if let Some(n) = a.bytes_in_flight {
-        push_num(line, n);
-    }
-    line.push(b',');
-    if let Some(ns) = a.ack_rtt_ns {
-        push_secs(line, ns);
-    }
-    line.push(b'\n');
-    out.write_all(line)
 }
 
 impl<W: Write> EventSink for EventsCsv<W> {
     fn segment(&mut self, a: &SegmentAnalysis) {
-        let mut line = std::mem::take(&mut self.line);
-        if self.err.is_none()
-            && let Err(e) = write_csv_row(&mut self.out, &mut self.addrs, &mut line, a)
-        {
+        if self.err.is_some() {
+            return;
+        }
+        self.line.clear();
+        csv_head(&mut self.line, a.frame.0, a.stream.0);
+        self.tail.format(&mut self.line, a);
+        if let Err(e) = self.out.write_all(self.line.as_bytes()) {
             self.err = Some(e);
         }
-        self.line = line;
     }
 }
 

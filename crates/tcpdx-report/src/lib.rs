@@ -9,7 +9,9 @@ pub mod diagnose;
 pub mod events;
 pub mod flows;
 mod fmt;
+pub mod line;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
-pub use events::{EventsCsv, EventsJsonl};
+pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
 pub use flows::{write_flows_json, write_flows_table};
+pub use line::Line;
