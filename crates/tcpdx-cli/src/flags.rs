@@ -49,6 +49,9 @@ pub struct Common {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
+    /// Analysis threads (default: the number of cores). Output is the same for any value.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
 }
 
 /// `tcpdx events` options.
@@ -92,12 +95,25 @@ pub struct DiagnoseArgs {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
+    /// Analysis threads (default: the number of cores). Output is the same for any value.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
     /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
     #[arg(long)]
     pub json: bool,
     /// Exit with code 1 if a finding is at or above this severity.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
+}
+
+impl Common {
+    /// Worker threads to use: `--threads`, else the machine's cores.
+    pub fn worker_threads(&self) -> usize {
+        match self.threads {
+            Some(n) => usize::from(n),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
 }
 
 impl DiagnoseArgs {
@@ -109,6 +125,7 @@ impl DiagnoseArgs {
             no_progress: self.no_progress,
             streams: self.streams.clone(),
             ports: self.ports.clone(),
+            threads: self.threads,
         }
     }
 }

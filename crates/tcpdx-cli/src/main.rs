@@ -5,6 +5,7 @@
 
 mod cmd;
 mod flags;
+mod parallel;
 mod run;
 
 use std::process::ExitCode;

@@ -12,6 +12,7 @@ use tcpdx_core::{
 
 use crate::cmd;
 use crate::flags::{Cli, Command, Common};
+use crate::parallel::{self, Plan};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -24,7 +25,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Keeps only the segments and flows the user asked for, then forwards them.
 pub struct Filter<'a, S> {
-    inner: &'a mut S,
+    pub(crate) inner: &'a mut S,
     streams: &'a [u32],
     ports: &'a [u16],
     /// Warnings seen (printed once at the end).
@@ -82,12 +83,60 @@ pub fn open(common: &Common) -> Result<CaptureReader> {
 /// Reads every frame of `reader` into a fresh analyzer that pushes into `sink`.
 /// `stop` is polled so a failed output (closed pipe) ends the run early.
 pub fn analyze<S: EventSink>(
-    mut reader: CaptureReader,
+    reader: CaptureReader,
     common: &Common,
     sink: &mut S,
     stop: impl Fn(&S) -> bool,
 ) -> Result<Outcome> {
+    analyze_with(reader, common, sink, stop, Plan::Replay, |_, _, _, _| {})
+}
+
+/// [`analyze`] with a choice of what parallel workers send back (`plan`); `row` receives
+/// the rows of [`Plan::CsvRows`]. With one thread everything goes through `sink`.
+pub fn analyze_with<S: EventSink>(
+    reader: CaptureReader,
+    common: &Common,
+    sink: &mut S,
+    stop: impl Fn(&S) -> bool,
+    plan: Plan,
+    mut row: impl FnMut(&mut S, u64, u32, &[u8]),
+) -> Result<Outcome> {
     let progress = progress_bar(common, &reader);
+    let threads = common.worker_threads();
+    if threads <= 1 {
+        return analyze_single(reader, common, sink, stop, progress);
+    }
+    let mut filter = Filter::new(sink, common);
+    let par = parallel::run(
+        reader,
+        threads,
+        plan,
+        &mut filter,
+        &common.streams,
+        &common.ports,
+        progress,
+        |f| stop(f.inner),
+        |f, frame, stream, tail| row(f.inner, frame, stream, tail),
+    )?;
+    for w in par.reader.reader.warnings() {
+        eprintln!("tcpdx: warning: {w}");
+    }
+    if let Some(e) = par.reader.error {
+        return Err(anyhow::Error::new(e));
+    }
+    report_warnings(&filter.warnings, &par.stats);
+    Ok(Outcome {
+        first_ts_ns: par.reader.first_ts.map_or(0, |t| t.0),
+    })
+}
+
+fn analyze_single<S: EventSink>(
+    mut reader: CaptureReader,
+    common: &Common,
+    sink: &mut S,
+    stop: impl Fn(&S) -> bool,
+    progress: Option<ProgressBar>,
+) -> Result<Outcome> {
     let mut analyzer = Analyzer::new(AnalyzerConfig::default());
     let mut filter = Filter::new(sink, common);
     let mut first_ts_ns = None;

@@ -3,12 +3,12 @@
 //! Calling order: `handle_frame` (or `handle_segment` for hand-built input) for every
 //! frame in capture order, then `handle_end` once. Time comes only from the frames.
 
-use tcpdx_wire::{Frame, Timestamp, decode};
+use tcpdx_wire::{Frame, Timestamp};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, EventSink, Warning};
 use crate::flow::{FlowKey, FlowTable, Lookup};
-use crate::segment::Segment;
+use crate::segment::{FrameInput, Segment};
 use crate::tcp::Connection;
 
 /// Counters about the input, for the CLI's summary line and tests.
@@ -29,6 +29,19 @@ pub struct InputStats {
     pub capped_segments: u64,
     /// Frames with a TCP header that identifies a connection but cannot be analysed.
     pub partial_tcp: u64,
+}
+
+impl InputStats {
+    /// Adds another analyzer's counters (frames split between analyzers).
+    pub fn add(&mut self, o: &InputStats) {
+        self.frames += o.frames;
+        self.tcp_segments += o.tcp_segments;
+        self.fragments += o.fragments;
+        self.undecodable += o.undecodable;
+        self.expired += o.expired;
+        self.capped_segments += o.capped_segments;
+        self.partial_tcp += o.partial_tcp;
+    }
 }
 
 /// Feeds frames in capture order; emits analysis into a sink. Never fails, never blocks.
@@ -67,39 +80,45 @@ impl Analyzer {
 
     /// Handles one captured frame (any protocol: non-TCP frames only count).
     pub fn handle_frame<S: EventSink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
-        self.first_ts.get_or_insert(frame.ts);
+        self.handle_input(&FrameInput::classify(frame), sink);
+    }
+
+    /// Handles one frame already decoded by [`FrameInput::classify`] (possibly on another
+    /// thread).
+    pub fn handle_input<S: EventSink>(&mut self, input: &FrameInput, sink: &mut S) {
+        self.first_ts.get_or_insert(input.ts());
         self.stats.frames += 1;
-        let view = decode(frame.link, frame.data, frame.orig_len);
-        if view.ip.is_some_and(|ip| ip.fragment) {
-            self.stats.fragments += 1;
-        }
-        match Segment::from_view(frame.no, frame.ts, &view) {
-            Some(seg) => self.handle_segment(&seg, sink),
-            None if view.partial_tcp.is_some_and(|p| !p.ip.fragment) => {
-                // Not analysable, but Wireshark gives it a stream (and may open one).
-                if let Some(p) = view.partial_tcp {
-                    self.connection_for(&Segment::from_partial(frame.no, frame.ts, &p));
-                }
+        match input {
+            FrameInput::Segment(seg) => self.handle_segment(seg, sink),
+            FrameInput::Partial(seg) => {
+                self.connection_for(seg, sink);
                 self.stats.partial_tcp += 1;
-                self.maybe_sweep(frame.ts);
+                self.maybe_sweep(seg.ts);
             }
-            None => {
-                if view
-                    .stop
-                    .is_some_and(|s| !matches!(s.kind, tcpdx_wire::StopKind::NotIp))
-                {
-                    self.stats.undecodable += 1;
-                }
-                self.maybe_sweep(frame.ts);
+            FrameInput::Other {
+                ts,
+                fragment,
+                undecodable,
+                ..
+            } => {
+                self.stats.fragments += u64::from(*fragment);
+                self.stats.undecodable += u64::from(*undecodable);
+                self.maybe_sweep(*ts);
             }
         }
+    }
+
+    /// Sets the capture's first timestamp (the origin of relative times) when frames are
+    /// split between several analyzers; a no-op once a frame was handled.
+    pub fn set_origin(&mut self, ts: Timestamp) {
+        self.first_ts.get_or_insert(ts);
     }
 
     /// Handles one already-decoded segment: the entry point for hand-built tests.
     pub fn handle_segment<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) {
         let first = *self.first_ts.get_or_insert(seg.ts);
         self.stats.tcp_segments += 1;
-        let (slot, initial) = self.connection_for(seg);
+        let (slot, initial) = self.connection_for(seg, sink);
         let conn = &mut self.conns[slot];
         let (row, verdict) = conn.handle_segment(seg, initial, seg.ts.since(first), &self.cfg);
         if verdict.unacked_cap_hit {
@@ -120,11 +139,11 @@ impl Analyzer {
 
     /// Finds (or opens) the connection of `seg` the way Wireshark assigns `tcp.stream`;
     /// returns its slot and the flags decided here (reused ports).
-    fn connection_for(&mut self, seg: &Segment) -> (usize, F) {
+    fn connection_for<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) -> (usize, F) {
         let (key, _) = FlowKey::new(seg.src, seg.dst);
         let mut initial = F::default();
         let slot = match self.table.lookup(&key) {
-            Lookup::Missing => self.new_connection(key, seg),
+            Lookup::Missing => self.new_connection(key, seg, sink),
             Lookup::Existing(slot) => {
                 let conn = &self.conns[slot];
                 let dir = conn.dir_of(&seg.src);
@@ -138,7 +157,7 @@ impl Analyzer {
                     initial.set(F::REUSED_PORTS);
                 }
                 if syn && !ack && differs {
-                    self.new_connection(key, seg)
+                    self.new_connection(key, seg, sink)
                 } else {
                     if syn && differs {
                         self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
@@ -150,9 +169,10 @@ impl Analyzer {
         (slot, initial)
     }
 
-    fn new_connection(&mut self, key: FlowKey, seg: &Segment) -> usize {
+    fn new_connection<S: EventSink>(&mut self, key: FlowKey, seg: &Segment, sink: &mut S) -> usize {
         let slot = self.conns.len();
         let stream = self.table.bind(key, slot);
+        sink.stream_opened(stream, seg.frame);
         self.conns.push(Connection::new(stream, key, seg));
         slot
     }
@@ -164,6 +184,13 @@ impl Analyzer {
             return;
         }
         self.since_sweep = 0;
+        self.sweep(now);
+    }
+
+    /// Frees the heavy state of connections idle (or closed) for longer than the limits
+    /// at capture time `now`. Called every `sweep_every_frames` frames; a caller that splits
+    /// frames between analyzers calls it on each at the same points instead.
+    pub fn sweep(&mut self, now: Timestamp) {
         for c in self.conns.iter_mut().filter(|c| !c.expired) {
             let idle = now.since(c.last_ts);
             let limit = if c.is_closed() {

@@ -192,6 +192,15 @@ pub enum Warning {
     },
 }
 
+impl Warning {
+    /// The stream the warning is about, if any (for renumbering).
+    pub fn stream_mut(&mut self) -> Option<&mut StreamId> {
+        match self {
+            Warning::StateCapReached { stream, .. } => Some(stream),
+        }
+    }
+}
+
 /// Receives analysis results, push model. Every method has a no-op default.
 pub trait EventSink {
     /// One analysed TCP segment.
@@ -206,6 +215,8 @@ pub trait EventSink {
     fn flow(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.
     fn warning(&mut self, _w: &Warning) {}
+    /// A new stream index was handed out at `frame` (before that frame's segment, if any).
+    fn stream_opened(&mut self, _stream: StreamId, _frame: FrameNo) {}
 }
 
 /// Everything the analyzer can emit, for sinks that collect.

@@ -18,5 +18,5 @@ pub use analyzer::{Analyzer, InputStats};
 pub use config::AnalyzerConfig;
 pub use event::{AnalysisFlags, Event, EventSink, SegmentAnalysis, SegmentDetail, Warning};
 pub use flow::{Dir, Endpoint, FlowKey, StreamId};
-pub use segment::Segment;
+pub use segment::{FrameInput, Segment};
 pub use tcp::stats::{DirSummary, FlowSummary, RttSummary};

@@ -1,6 +1,9 @@
 //! `Segment`: the analyzer's input, built from a decoded frame or by hand in tests.
 
-use tcpdx_wire::{FrameNo, PacketView, PartialTcp, SeqNum, TcpFlags, TcpOptions, Timestamp};
+use tcpdx_wire::{
+    Frame, FrameNo, PacketView, PartialTcp, SeqNum, StopKind, TcpFlags, TcpOptions, Timestamp,
+    decode,
+};
 
 use crate::flow::Endpoint;
 
@@ -83,5 +86,56 @@ impl Segment {
     /// Sequence space this segment occupies (payload plus one for SYN and for FIN).
     pub fn seq_space(&self) -> u32 {
         self.len + u32::from(self.flags.syn()) + u32::from(self.flags.fin())
+    }
+}
+
+/// What a captured frame brings to the analysis, decided by decoding it once. Splitting
+/// decoding from analysis lets a reader thread decode while workers analyse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameInput {
+    /// An analysable TCP segment.
+    Segment(Segment),
+    /// A TCP header that identifies a connection but cannot be analysed (Wireshark still
+    /// gives it a stream, and may open one).
+    Partial(Segment),
+    /// Anything else.
+    Other {
+        /// Frame number.
+        frame: FrameNo,
+        /// Capture time.
+        ts: Timestamp,
+        /// An IP fragment (not reassembled, not analysed).
+        fragment: bool,
+        /// Decoding stopped before TCP for a reason other than "not IP".
+        undecodable: bool,
+    },
+}
+
+impl FrameInput {
+    /// Decodes `frame` and classifies it.
+    pub fn classify(frame: &Frame<'_>) -> FrameInput {
+        let view = decode(frame.link, frame.data, frame.orig_len);
+        let fragment = view.ip.is_some_and(|ip| ip.fragment);
+        if let Some(seg) = Segment::from_view(frame.no, frame.ts, &view) {
+            return FrameInput::Segment(seg);
+        }
+        if let Some(p) = view.partial_tcp.filter(|p| !p.ip.fragment) {
+            return FrameInput::Partial(Segment::from_partial(frame.no, frame.ts, &p));
+        }
+        FrameInput::Other {
+            frame: frame.no,
+            ts: frame.ts,
+            fragment,
+            undecodable: view
+                .stop
+                .is_some_and(|s| !matches!(s.kind, StopKind::NotIp)),
+        }
+    }
+    /// Capture time of the frame.
+    pub fn ts(&self) -> Timestamp {
+        match self {
+            FrameInput::Segment(s) | FrameInput::Partial(s) => s.ts,
+            FrameInput::Other { ts, .. } => *ts,
+        }
     }
 }

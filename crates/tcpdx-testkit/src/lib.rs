@@ -27,6 +27,7 @@ pub mod builder;
 pub mod frame;
 pub mod pcap_writer;
 pub mod script;
+pub mod synth;
 pub mod tshark;
 
 pub use builder::{

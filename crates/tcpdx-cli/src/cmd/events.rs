@@ -8,7 +8,8 @@ use tcpdx_core::{EventSink, SegmentAnalysis};
 use tcpdx_report::{EventsCsv, EventsJsonl};
 
 use crate::flags::{EventsArgs, EventsFormat};
-use crate::run::{analyze, open, out_err};
+use crate::parallel::Plan;
+use crate::run::{analyze, analyze_with, open, out_err};
 
 /// Drops unflagged rows when `--flagged` is given.
 struct OnlyFlagged<S>(S, bool);
@@ -29,7 +30,15 @@ pub fn run(a: &EventsArgs) -> Result<ExitCode> {
     match a.format {
         EventsFormat::Csv => {
             let mut sink = OnlyFlagged(EventsCsv::new(out)?, a.flagged);
-            analyze(reader, &a.common, &mut sink, |s| s.0.failed())?;
+            let plan = Plan::CsvRows { flagged: a.flagged };
+            analyze_with(
+                reader,
+                &a.common,
+                &mut sink,
+                |s| s.0.failed(),
+                plan,
+                |s, f, st, t| s.0.write_row(f, st, t),
+            )?;
             out_err(sink.0.finish())?;
         }
         EventsFormat::Jsonl => {

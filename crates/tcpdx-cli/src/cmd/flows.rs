@@ -8,7 +8,8 @@ use tcpdx_core::{EventSink, FlowSummary};
 use tcpdx_report::{write_flows_json, write_flows_table};
 
 use crate::flags::FlowsArgs;
-use crate::run::{analyze, open, out_err};
+use crate::parallel::Plan;
+use crate::run::{analyze_with, open, out_err};
 
 /// Collects flow summaries (one per connection: memory grows with connections only).
 #[derive(Default)]
@@ -23,7 +24,14 @@ impl EventSink for Flows {
 /// Runs `tcpdx flows`.
 pub fn run(a: &FlowsArgs) -> Result<ExitCode> {
     let mut flows = Flows::default();
-    let outcome = analyze(open(&a.common)?, &a.common, &mut flows, |_| false)?;
+    let outcome = analyze_with(
+        open(&a.common)?,
+        &a.common,
+        &mut flows,
+        |_| false,
+        Plan::FlowsOnly,
+        |_, _, _, _| {},
+    )?;
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {
         out_err(write_flows_json(&mut out, &flows.0, outcome.first_ts_ns))?;
