@@ -93,6 +93,7 @@ fn expiry_sweeps_and_filters_give_the_same_output_for_any_thread_count() {
         concurrent: 300,
         per_conn: 40,
         gap_us: 1000,
+        ..SynthConfig::default()
     };
     write_synth(std::fs::File::create(&file).unwrap(), cfg).unwrap();
 

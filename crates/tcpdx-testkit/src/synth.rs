@@ -17,6 +17,10 @@ pub struct SynthConfig {
     pub per_conn: u32,
     /// Microseconds between frames.
     pub gap_us: u64,
+    /// Payload bytes per data segment (1448 for MTU 1500, 8948 for MTU 9000).
+    pub mss: u32,
+    /// Bytes of each frame written (the rest is cut off, as a capture's snaplen does).
+    pub snaplen: usize,
 }
 
 impl Default for SynthConfig {
@@ -26,11 +30,11 @@ impl Default for SynthConfig {
             concurrent: 64,
             per_conn: 20_000,
             gap_us: 10,
+            mss: 1448,
+            snaplen: 96,
         }
     }
 }
-
-const MSS: u32 = 1448;
 
 struct Conn {
     port: u16,
@@ -45,13 +49,14 @@ struct Out<W: Write> {
     w: W,
     ts_ns: u64,
     gap_ns: u64,
+    snaplen: usize,
     frames: u64,
 }
 
 impl<W: Write> Out<W> {
     fn frame(&mut self, spec: &FrameSpec) -> io::Result<()> {
         let bytes = spec.build();
-        let cap = bytes.len().min(96);
+        let cap = bytes.len().min(self.snaplen);
         self.ts_ns += self.gap_ns;
         let h = [
             (self.ts_ns / 1_000_000_000) as u32,
@@ -100,12 +105,12 @@ fn spec(c: &Conn, from_client: bool, seq: u32, ack: u32, flags: u16, len: u32) -
     }
 }
 
-/// `isn + 1 + segments * MSS` in sequence space.
-fn at(isn: u32, segments: u32) -> u32 {
-    isn.wrapping_add(1).wrapping_add(segments.wrapping_mul(MSS))
+/// `isn + 1 + segments * mss` in sequence space.
+fn at(isn: u32, segments: u32, mss: u32) -> u32 {
+    isn.wrapping_add(1).wrapping_add(segments.wrapping_mul(mss))
 }
 
-/// Streams a pcap (snaplen 96) of `cfg` into `w`; nothing is kept in memory. Each
+/// Streams a pcap of `cfg` into `w`; nothing is kept in memory. Each
 /// connection sends `per_conn` data segments (an ACK every second segment, one loss repaired
 /// by fast retransmission every 1000 segments), closes with FINs, and a new connection on the
 /// next port (wrapping to 1024 after 65535) replaces it.
@@ -114,10 +119,12 @@ pub fn write_synth<W: Write>(w: W, cfg: SynthConfig) -> io::Result<()> {
     let concurrent = cfg.concurrent.max(1);
     let per_conn = cfg.per_conn;
     let gap_ns = cfg.gap_us * 1000;
+    let mss = cfg.mss;
     let mut out = Out {
         w: BufWriter::with_capacity(1 << 20, w),
         ts_ns: 1_700_000_000_000_000_000,
         gap_ns,
+        snaplen: cfg.snaplen,
         frames: 0,
     };
     for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 262_144, 1] {
@@ -158,29 +165,29 @@ pub fn write_synth<W: Write>(w: W, cfg: SynthConfig) -> io::Result<()> {
                 0,
             ))?,
             _ if c.sent < per_conn => {
-                let seq = at(si, c.sent);
+                let seq = at(si, c.sent, mss);
                 let lost = c.sent % 1000 == 500;
                 if !lost {
-                    out.frame(&spec(c, false, seq, ci.wrapping_add(1), PSH | ACK, MSS))?;
+                    out.frame(&spec(c, false, seq, ci.wrapping_add(1), PSH | ACK, mss))?;
                 }
                 c.sent += 1;
                 if lost {
                     // Three segments later the receiver has sent dup ACKs; retransmit.
                 } else if c.sent % 1000 == 504 {
-                    let hole = at(si, (c.sent / 1000) * 1000 + 500);
+                    let hole = at(si, (c.sent / 1000) * 1000 + 500, mss);
                     for _ in 0..3 {
                         out.frame(&spec(c, true, ci.wrapping_add(1), hole, ACK, 0))?;
                     }
-                    out.frame(&spec(c, false, hole, ci.wrapping_add(1), PSH | ACK, MSS))?;
+                    out.frame(&spec(c, false, hole, ci.wrapping_add(1), PSH | ACK, mss))?;
                     c.acked = c.sent;
-                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent), ACK, 0))?;
+                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent, mss), ACK, 0))?;
                 } else if c.sent.is_multiple_of(2) && (c.sent % 1000 < 500 || c.sent % 1000 > 504) {
                     c.acked = c.sent;
-                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent), ACK, 0))?;
+                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent, mss), ACK, 0))?;
                 }
             }
             _ => {
-                let end = at(si, c.sent);
+                let end = at(si, c.sent, mss);
                 out.frame(&spec(c, false, end, ci.wrapping_add(1), FIN | ACK, 0))?;
                 out.frame(&spec(
                     c,

@@ -1,7 +1,7 @@
 //! `tcpdx-synth`: writes a large synthetic pcap to stdout, for memory and speed tests.
 //!
-//! `tcpdx-synth PACKETS [CONCURRENT] [PER_CONNECTION] [GAP_US]` streams PACKETS frames (snaplen 96,
-//! GAP_US microseconds apart, default 10)
+//! `tcpdx-synth PACKETS [CONCURRENT] [PER_CONNECTION] [GAP_US] [MSS] [SNAPLEN]` streams PACKETS
+//! frames (GAP_US microseconds apart, default 10; MSS default 1448; SNAPLEN default 96)
 //! of CONCURRENT interleaved bulk transfers; each connection sends PER_CONNECTION data
 //! segments (with an ACK every second segment and one loss repaired by fast retransmission
 //! every 1000 segments), closes with FINs, and a new connection on a new port replaces it.
@@ -22,6 +22,8 @@ fn main() -> io::Result<()> {
         concurrent: args.get(1).map_or(d.concurrent, |&v| v as usize),
         per_conn: args.get(2).map_or(d.per_conn, |&v| v as u32),
         gap_us: *args.get(3).unwrap_or(&d.gap_us),
+        mss: args.get(4).map_or(d.mss, |&v| v as u32),
+        snaplen: args.get(5).map_or(d.snaplen, |&v| v as usize),
     };
     write_synth(io::stdout().lock(), cfg)
 }
