@@ -69,7 +69,11 @@ fn main() -> ExitCode {
             reader.input_bytes_read(),
             frames as f64 / secs,
             reader.format(),
-            if walk { format!("; TCP header sum {tcp_sum}") } else { String::new() }
+            if walk {
+                format!("; TCP header sum {tcp_sum}")
+            } else {
+                String::new()
+            }
         );
     }
     let _ = out.flush();
@@ -89,10 +93,14 @@ fn main() -> ExitCode {
 /// walk cannot be optimised away); 0 for anything else. Deliberately minimal: no VLANs, no
 /// tunnels, no options, which is what makes it a floor.
 fn tcp_header_sum(d: &[u8]) -> u64 {
-    let be16 = |o: usize| d.get(o..o + 2).map_or(0, |b| u64::from(u16::from_be_bytes([b[0], b[1]])));
+    let be16 = |o: usize| {
+        d.get(o..o + 2)
+            .map_or(0, |b| u64::from(u16::from_be_bytes([b[0], b[1]])))
+    };
     let be32 = |o: usize| {
-        d.get(o..o + 4)
-            .map_or(0, |b| u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+        d.get(o..o + 4).map_or(0, |b| {
+            u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        })
     };
     let (proto, tcp) = match be16(12) {
         0x0800 => {

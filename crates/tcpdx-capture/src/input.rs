@@ -75,7 +75,7 @@ pub(crate) fn open(raw: Box<dyn Read + Send>) -> io::Result<Input> {
                 BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Multi-member: `cat a.gz b.gz` and pigz output are one capture.
             (
-                Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+                Box::new(Threaded::spawn(flate2::bufread::MultiGzDecoder::new(raw))),
                 Vec::new(),
             )
         }
@@ -84,7 +84,9 @@ pub(crate) fn open(raw: Box<dyn Read + Send>) -> io::Result<Input> {
                 BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Reads every frame of the stream, not just the first.
             (
-                Box::new(zstd::stream::read::Decoder::with_buffer(raw)?),
+                Box::new(Threaded::spawn(zstd::stream::read::Decoder::with_buffer(
+                    raw,
+                )?)),
                 Vec::new(),
             )
         }
@@ -95,6 +97,91 @@ pub(crate) fn open(raw: Box<dyn Read + Send>) -> io::Result<Input> {
         compression,
         raw_bytes,
     })
+}
+
+/// Decompressed bytes per chunk handed from the decompression thread to the parser.
+const CHUNK_LEN: usize = 1 << 20;
+
+/// A reader whose source runs on its own thread, so decompression overlaps parsing and
+/// analysis (a second core then does the inflating). Chunks travel through a bounded
+/// channel: memory stays at a few chunks whatever the input. The thread ends at the end of
+/// input, on an error (handed over in order), or when this reader is dropped.
+struct Threaded {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Threaded {
+    fn spawn<R: Read + Send + 'static>(mut inner: R) -> Threaded {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+        std::thread::spawn(move || {
+            loop {
+                let mut buf = vec![0u8; CHUNK_LEN];
+                let mut len = 0;
+                let result = loop {
+                    match inner.read(&mut buf[len..]) {
+                        Ok(0) => break Ok(()),
+                        Ok(n) => {
+                            len += n;
+                            if len == buf.len() {
+                                break Ok(());
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                buf.truncate(len);
+                let end = len < CHUNK_LEN;
+                if len > 0 && tx.send(Ok(buf)).is_err() {
+                    return;
+                }
+                if let Err(e) = result {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+                if end {
+                    return;
+                }
+            }
+        });
+        Threaded {
+            rx,
+            chunk: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for Threaded {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.chunk.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = out.len().min(self.chunk.len() - self.pos);
+        out[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

@@ -180,10 +180,24 @@ pub fn write_synth<W: Write>(w: W, cfg: SynthConfig) -> io::Result<()> {
                     }
                     out.frame(&spec(c, false, hole, ci.wrapping_add(1), PSH | ACK, mss))?;
                     c.acked = c.sent;
-                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent, mss), ACK, 0))?;
+                    out.frame(&spec(
+                        c,
+                        true,
+                        ci.wrapping_add(1),
+                        at(si, c.sent, mss),
+                        ACK,
+                        0,
+                    ))?;
                 } else if c.sent.is_multiple_of(2) && (c.sent % 1000 < 500 || c.sent % 1000 > 504) {
                     c.acked = c.sent;
-                    out.frame(&spec(c, true, ci.wrapping_add(1), at(si, c.sent, mss), ACK, 0))?;
+                    out.frame(&spec(
+                        c,
+                        true,
+                        ci.wrapping_add(1),
+                        at(si, c.sent, mss),
+                        ACK,
+                        0,
+                    ))?;
                 }
             }
             _ => {
