@@ -14,7 +14,8 @@ use tcpdx_core::Dir;
 pub enum State {
     /// Silence ending in a timeout retransmission.
     RetransmissionTimeout,
-    /// A lone segment waiting for the receiver's delayed ACK during recovery.
+    /// A lone segment waiting for the receiver's delayed ACK (during recovery, or with a
+    /// small segment held by Nagle).
     DelayedAckStall,
     /// The receiver advertised a zero window.
     ZeroWindow,
@@ -142,6 +143,11 @@ pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
             s.delack
                 .iter()
                 .map(|d| (d.start, d.end, State::DelayedAckStall)),
+        );
+        iv.extend(
+            s.nagle
+                .iter()
+                .map(|n| (n.start, n.end, State::DelayedAckStall)),
         );
         iv.extend(
             s.zero_windows

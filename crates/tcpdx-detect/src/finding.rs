@@ -11,6 +11,8 @@ use serde::Serialize;
 pub enum FindingKind {
     /// Sender restarts from one segment after loss; receiver delays the lone segment's ACK.
     DelackSlowstartStall,
+    /// Nagle holds the small tail of a message until the peer's delayed ACK.
+    NagleDelackStall,
     /// Retransmission after a silent retransmission timeout.
     RtoStall,
     /// Segments lost in the network, costing recovery time.
@@ -42,6 +44,7 @@ impl FindingKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::DelackSlowstartStall => "delack-slowstart-stall",
+            Self::NagleDelackStall => "nagle-delack-stall",
             Self::RtoStall => "rto-stall",
             Self::NetworkLoss => "network-loss",
             Self::SpuriousRetransmission => "spurious-retransmission",

@@ -176,6 +176,42 @@ pub struct DelackPause {
     pub rto_frame: Option<u64>,
 }
 
+/// A sub-MSS segment that Nagle's algorithm (RFC 896) held until the receiver's delayed ACK
+/// of the data before it: the lone segment waits for the delayed-ACK timer, the pure ACK
+/// releases the small tail at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NaglePause {
+    /// The lone segment whose ACK was held was sent.
+    pub start: i64,
+    /// The held tail was sent.
+    pub end: i64,
+    /// Hold time of the ACK: its delay minus the capture-to-receiver round trip.
+    pub hold: i64,
+    /// The lone segment.
+    pub lone_frame: u64,
+    /// The delayed (pure) ACK.
+    pub ack_frame: u64,
+    /// The sub-MSS tail released by that ACK.
+    pub tail_frame: u64,
+}
+
+/// Candidate Nagle stall: a lone segment's ACK came late, without data, and covered
+/// everything sent; the next segment decides.
+#[derive(Clone, Copy, Debug)]
+struct NagleCandidate {
+    lone_ts: i64,
+    lone_frame: u64,
+    ack_ts: i64,
+    ack_frame: u64,
+    hold: i64,
+    end: u64,
+}
+
+/// A segment sent this long after the ACK that released it, beyond the capture-to-sender
+/// share of the round trip, is not the tail that ACK released (tcpdx choice: scheduling and
+/// ACK processing take well under a millisecond).
+pub const NAGLE_RELEASE_SLACK_NS: i64 = 1_000_000;
+
 /// A period during which the receiver advertised a zero window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZeroWindow {
@@ -294,6 +330,8 @@ pub struct SenderState {
     pub delack: Vec<DelackPause>,
     /// ACK delays (ns) of every lone segment, for the receiver's profile (capped).
     pub lone_ack_delays: Vec<i64>,
+    /// Sub-MSS segments held by Nagle until a delayed ACK (capped).
+    pub nagle: Vec<NaglePause>,
     /// Zero-window periods (capped).
     pub zero_windows: Vec<ZeroWindow>,
     /// Spurious retransmissions (capped).
@@ -320,6 +358,7 @@ pub struct SenderState {
     rto_open: Option<RtoStall>,
     segs_since_ack: u32,
     lone: Option<Lone>,
+    nagle_candidate: Option<NagleCandidate>,
     zw: Option<ZeroWindow>,
     recent_retx: std::collections::VecDeque<Retx>,
     pending_retx: std::collections::VecDeque<Retx>,
@@ -398,6 +437,9 @@ impl SenderState {
             self.flight_start = ts;
         }
         let retx = a.flags.any(RETX_FLAGS) || ooo_resend;
+        if let Some(c) = self.nagle_candidate.take() {
+            self.check_nagle_tail(c, a, retx, path_rtt);
+        }
         if retx && self.on_retransmission(a, path_rtt, first_sighting) {
             // After a timeout the sender treats everything in flight as lost: the
             // retransmission starts a new flight, lone from the receiver's point of view.
@@ -579,7 +621,27 @@ impl SenderState {
         {
             let delay = ts - l.ts;
             push_capped(&mut self.lone_ack_delays, delay, MAX_LONE_SAMPLES);
-            let hold = delay - self.downstream_rtt_min.unwrap_or(0);
+            // The first ACK delay seen may be this very delayed ACK: the handshake's round
+            // trip bounds the capture-to-receiver one too.
+            let base = match (self.downstream_rtt_min, path_rtt > 0) {
+                (Some(d), true) => d.min(path_rtt),
+                (Some(d), false) => d,
+                (None, true) => path_rtt,
+                (None, false) => 0,
+            };
+            let hold = delay - base;
+            if !l.in_recovery && hold >= DELACK_MIN_HOLD_NS && a.len == 0 && ack >= self.snd_nxt {
+                // The receiver sent nothing but the late ACK: if a small segment follows at
+                // once, Nagle was holding it (see `check_nagle_tail`).
+                self.nagle_candidate = Some(NagleCandidate {
+                    lone_ts: l.ts,
+                    lone_frame: l.frame,
+                    ack_ts: ts,
+                    ack_frame: a.frame.0,
+                    hold,
+                    end: ack,
+                });
+            }
             if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
                 let ep = self.episode.as_ref().or(self.episodes.last());
                 push_capped(
@@ -685,6 +747,31 @@ impl SenderState {
         }
         self.last_ack = ts;
         self.last_ack_frame = a.frame.0;
+    }
+
+    /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
+    /// right at the acknowledged edge, sent as soon as the ACK could reach the sender, is a
+    /// tail Nagle held (RFC 896; RFC 1122 section 4.2.3.4).
+    fn check_nagle_tail(&mut self, c: NagleCandidate, a: &SegmentAnalysis, retx: bool, rtt: i64) {
+        // From the capture to the sender and back: up to one round trip when the capture is
+        // next to the receiver, about nothing next to the sender.
+        let limit = rtt.max(0) + rtt.max(0) / 4 + NAGLE_RELEASE_SLACK_NS;
+        let small = self.mss > 0 && a.len < self.mss;
+        if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
+            return;
+        }
+        push_capped(
+            &mut self.nagle,
+            NaglePause {
+                start: c.lone_ts,
+                end: a.ts.0,
+                hold: c.hold,
+                lone_frame: c.lone_frame,
+                ack_frame: c.ack_frame,
+                tail_frame: a.frame.0,
+            },
+            MAX_EPISODES,
+        );
     }
 
     /// Removes `[seq, end)` from the capture's holes; true if it filled (part of) one, i.e.
