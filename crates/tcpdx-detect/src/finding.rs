@@ -224,7 +224,8 @@ impl Finding {
 
     /// Sum of the listed episodes' durations.
     pub fn episode_seconds(&self) -> f64 {
-        self.episode_list.iter().map(|e| e.duration_s).sum()
+        // `+ 0.0`: an empty f64 sum is -0.0.
+        self.episode_list.iter().map(|e| e.duration_s).sum::<f64>() + 0.0
     }
 
     /// A Wireshark filter selecting the evidence frames of this finding.

@@ -61,6 +61,9 @@ pub struct Round {
     pub in_recovery: bool,
     /// The receiver's advertised window at the end of the round (bytes).
     pub rcv_window: u64,
+    /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
+    /// it) when a segment of the round was sent: the sender's effective window.
+    pub max_in_flight: u64,
 }
 
 impl Round {
@@ -275,6 +278,7 @@ struct RoundAcc {
     retx: u32,
     rwnd_limited: bool,
     in_recovery: bool,
+    max_in_flight: u64,
 }
 
 /// The sender-side inference of one direction of one connection.
@@ -457,6 +461,10 @@ impl SenderState {
         }
         self.round.pkts += 1;
         self.round.bytes += len;
+        if !retx {
+            let bif = a.bytes_in_flight.map_or(0, u64::from);
+            self.round.max_in_flight = self.round.max_in_flight.max(bif);
+        }
         self.round.retx += u32::from(retx);
         self.round.in_recovery |= self.episode.is_some();
         if a.flags.has(F::WINDOW_FULL) {
@@ -728,6 +736,7 @@ impl SenderState {
                 rwnd_limited: self.round.rwnd_limited,
                 in_recovery: self.round.in_recovery || self.episode.is_some(),
                 rcv_window: a.window,
+                max_in_flight: self.round.max_in_flight,
             };
             // A round in which nothing was sent says nothing about the window.
             if r.pkts > 0 {
