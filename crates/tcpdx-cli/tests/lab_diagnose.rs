@@ -495,3 +495,72 @@ fn what_if_without_delayed_ack_stalls_matches_the_quick_ack_run() {
     common::print_table(&rows);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Case 000 seen from next to the receiver (the lab's server-side capture, the synthesised
+/// receiver-side trace): the data lost upstream of the capture never shows, so the silences
+/// look idle. tcpdx must still blame the timeouts / delayed ACKs and place the loss upstream
+/// of the capture, not call the transfer application-limited.
+#[test]
+fn receiver_side_captures_of_case000_blame_the_loss_upstream_not_the_application() {
+    let cases = [
+        ("lab", "case000_rto_delack", "server.pcap.gz"),
+        ("lab", "case000_rto_quickack", "server.pcap.gz"),
+        ("synth", "case000_synth_receiver", "capture.pcapng.gz"),
+    ];
+    for (sub, scenario, file) in cases {
+        let dir = common::data_dir(sub).join(scenario);
+        let t = truth(&dir).expect("truth.json");
+        let c = main_conn(&t);
+        let d = diagnose(&dir.join(file), false);
+        assert_eq!(
+            d.connections[0].capture_point,
+            tcpdx_detect::CapturePoint::NearServer,
+            "{scenario}"
+        );
+        let top = d.findings.first().expect("a finding");
+        assert!(
+            matches!(top.kind, K::RtoStall | K::DelackSlowstartStall),
+            "{scenario}: top finding {}",
+            top.kind.as_str()
+        );
+        assert!(
+            d.findings
+                .iter()
+                .all(|f| f.kind != K::ApplicationLimited || f.severity == Severity::Info),
+            "{scenario}: application-limited reported"
+        );
+        let count = |kind: K| {
+            d.findings
+                .iter()
+                .find(|f| f.kind == kind)
+                .map_or(0, |f| u64::from(f.episodes))
+        };
+        let truth_count = |k: &str| arr(c, &["episodes", k]).len() as u64;
+        assert_eq!(
+            count(K::RtoStall),
+            truth_count("rtos"),
+            "{scenario}: timeouts"
+        );
+        assert_eq!(
+            count(K::DelackSlowstartStall),
+            truth_count("delack_pauses"),
+            "{scenario}: delayed-ACK pauses"
+        );
+        let loss = d
+            .findings
+            .iter()
+            .find(|f| f.kind == K::NetworkLoss)
+            .unwrap_or_else(|| panic!("{scenario}: no network-loss"));
+        assert!(
+            loss.explanation.contains("upstream of the capture point"),
+            "{scenario}: {}",
+            loss.explanation
+        );
+        println!(
+            "{scenario} ({file}): top {}, timeouts {}, delayed-ACK pauses {}",
+            top.kind.as_str(),
+            count(K::RtoStall),
+            count(K::DelackSlowstartStall)
+        );
+    }
+}

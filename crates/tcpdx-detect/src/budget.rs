@@ -167,7 +167,11 @@ pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
         );
     }
     let rtt = c.path_rtt();
-    for g in c.gaps.iter().filter(|g| g.idle_ns(rtt) > 0) {
+    for g in c
+        .gaps
+        .iter()
+        .filter(|g| g.idle_ns(rtt) > 0 && !crate::detectors::explained_silence(c, g.start, g.end))
+    {
         // The side that breaks the silence with data was the one everybody waited for.
         let state = match g.last_data_dir {
             Some(d) if g.next_has_data && g.next_dir != d && g.next_dir == Dir::ServerToClient => {

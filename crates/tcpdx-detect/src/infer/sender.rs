@@ -156,6 +156,9 @@ pub struct RtoStall {
     pub timeouts: u32,
     /// Sequence number retransmitted.
     pub seq: u64,
+    /// Inferred from a capture that never saw the lost data (lost upstream of it): the
+    /// "retransmission" looked like new data; the hole it left proved the timeout later.
+    pub upstream_loss: bool,
 }
 
 /// A lone segment whose ACK the receiver held (delayed ACK) during or right after recovery.
@@ -209,6 +212,25 @@ struct NagleCandidate {
     hold: i64,
     end: u64,
 }
+
+/// Data after a long silence in which, as far as the capture can tell, nothing was in
+/// flight: an idle sender, or a timeout after losses the capture never saw (upstream of a
+/// capture next to the receiver). The next hole in the capture decides.
+#[derive(Clone, Copy, Debug)]
+struct SilentRestart {
+    start: i64,
+    last_ack_frame: u64,
+    end: i64,
+    frame: u64,
+    seq: u64,
+    segs_after: u64,
+    lone_pause: Option<DelackPause>,
+}
+
+/// Segments a restarting sender may send before the hole it left must show (tcpdx choice:
+/// slow start from one segment after a timeout sends 1, then 2 (or 3 with F-RTO's new data)
+/// before the first duplicate ACK brings the lost data back).
+pub const SILENT_RESTART_MAX_SEGMENTS: u64 = 4;
 
 /// A segment sent this long after the ACK that released it, beyond the capture-to-sender
 /// share of the round trip, is not the tail that ACK released (tcpdx choice: scheduling and
@@ -360,6 +382,7 @@ pub struct SenderState {
     episode: Option<LossEpisode>,
     last_episode_end: Option<i64>,
     rto_open: Option<RtoStall>,
+    silent_restart: Option<SilentRestart>,
     segs_since_ack: u32,
     lone: Option<Lone>,
     nagle_candidate: Option<NagleCandidate>,
@@ -416,6 +439,7 @@ impl SenderState {
             self.oversize += 1;
             self.oversize_frame.get_or_insert(a.frame.0);
         }
+        self.check_silent_restart(a, path_rtt);
         if a.flags.has(F::LOST_SEGMENT) && seq > self.snd_nxt {
             self.lost_segment_flags += 1;
             if self.unseen.len() == MAX_UNSEEN {
@@ -549,6 +573,7 @@ impl SenderState {
                         retx_frame: a.frame.0,
                         timeouts: 1,
                         seq: a.seq,
+                        upstream_loss: false,
                     });
                 }
             }
@@ -648,6 +673,22 @@ impl SenderState {
                     ack_frame: a.frame.0,
                     hold,
                     end: ack,
+                });
+            }
+            if let Some(sr) = &mut self.silent_restart
+                && sr.frame == l.frame
+                && hold >= DELACK_MIN_HOLD_NS
+            {
+                // Kept until the capture shows the restart was a timeout's.
+                sr.lone_pause = Some(DelackPause {
+                    start: l.ts,
+                    end: ts,
+                    hold,
+                    lone_frame: l.frame,
+                    ack_frame: a.frame.0,
+                    third_dupack_frame: None,
+                    fast_retx_frame: None,
+                    rto_frame: Some(l.frame),
                 });
             }
             if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
@@ -756,6 +797,59 @@ impl SenderState {
         }
         self.last_ack = ts;
         self.last_ack_frame = a.frame.0;
+    }
+
+    /// Tracks data after a silence with nothing in flight (as the capture sees it) until the
+    /// capture shows whether data had been sent and lost before it: a hole right after the
+    /// restart point, bigger than what was sent since, means the sender had sent that data
+    /// before the silence and the silence was its retransmission timeout.
+    fn check_silent_restart(&mut self, a: &SegmentAnalysis, path_rtt: i64) {
+        let ts = a.ts.0;
+        let mss = u64::from(self.mss.max(1));
+        if let Some(mut sr) = self.silent_restart.take() {
+            let hole = a.flags.has(F::LOST_SEGMENT) && a.seq > self.snd_nxt;
+            if hole {
+                let near = self.snd_nxt <= sr.seq + SILENT_RESTART_MAX_SEGMENTS * mss;
+                let missing = (a.seq - self.snd_nxt).div_ceil(mss);
+                if near && missing > sr.segs_after + 1 {
+                    push_capped(
+                        &mut self.rtos,
+                        RtoStall {
+                            start: sr.start,
+                            last_ack_frame: sr.last_ack_frame,
+                            end: sr.end,
+                            retx_frame: sr.frame,
+                            timeouts: 1,
+                            seq: sr.seq,
+                            upstream_loss: true,
+                        },
+                        MAX_EPISODES,
+                    );
+                    if let Some(p) = sr.lone_pause {
+                        push_capped(&mut self.delack, p, MAX_EPISODES);
+                    }
+                }
+                return;
+            }
+            sr.segs_after += 1;
+            if sr.segs_after <= SILENT_RESTART_MAX_SEGMENTS {
+                self.silent_restart = Some(sr);
+            }
+            return;
+        }
+        let silence = ts - self.last_send.max(self.last_ack);
+        let threshold = (RTO_MIN_SILENCE_RTTS * path_rtt).max(RTO_MIN_SILENCE_NS);
+        if self.last_send > 0 && self.idle() && a.seq == self.snd_nxt && silence >= threshold {
+            self.silent_restart = Some(SilentRestart {
+                start: self.last_send.max(self.last_ack),
+                last_ack_frame: self.last_ack_frame,
+                end: ts,
+                frame: a.frame.0,
+                seq: a.seq,
+                segs_after: 0,
+                lone_pause: None,
+            });
+        }
     }
 
     /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
