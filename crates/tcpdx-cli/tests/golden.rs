@@ -3,6 +3,10 @@
 //! their scripts on every run and must match the committed bytes, so they are provably the
 //! project's own. `UPDATE_GOLDEN=1 cargo test -p tcpdx-cli --test golden` rewrites them
 //! (then check the new outputs against tshark before committing).
+//!
+//! `diagnose --json` is pinned the same way on two synthesised captures
+//! (tests/data/synth/<name>/diagnose.json; the captures themselves are pinned to the
+//! synthesiser by tcpdx-testkit's `synth_fixtures` test).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -121,5 +125,19 @@ fn flows_json_matches_golden() {
             &data_dir().join(format!("{name}.flows.json")),
             out.as_bytes(),
         );
+    }
+}
+
+/// Synthesised fixtures whose `diagnose --json` output is pinned: one delayed-ACK mechanism
+/// each, small enough to review a diff by eye.
+const DIAGNOSE_GOLDEN: &[&str] = &["nagle_delack_stall", "case000_synth_delack100"];
+
+#[test]
+fn diagnose_json_matches_golden() {
+    for name in DIAGNOSE_GOLDEN {
+        let dir = data_dir().join("synth").join(name);
+        let cap = dir.join("capture.pcapng.gz");
+        let out = tcpdx(&["diagnose", "--json", cap.to_str().unwrap()]);
+        check_or_update(&dir.join("diagnose.json"), out.as_bytes());
     }
 }

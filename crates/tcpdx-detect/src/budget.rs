@@ -14,7 +14,8 @@ use tcpdx_core::Dir;
 pub enum State {
     /// Silence ending in a timeout retransmission.
     RetransmissionTimeout,
-    /// A lone segment waiting for the receiver's delayed ACK during recovery.
+    /// A lone segment waiting for the receiver's delayed ACK (during recovery, or with a
+    /// small segment held by Nagle).
     DelayedAckStall,
     /// The receiver advertised a zero window.
     ZeroWindow,
@@ -144,6 +145,11 @@ pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
                 .map(|d| (d.start, d.end, State::DelayedAckStall)),
         );
         iv.extend(
+            s.nagle
+                .iter()
+                .map(|n| (n.start, n.end, State::DelayedAckStall)),
+        );
+        iv.extend(
             s.zero_windows
                 .iter()
                 .map(|z| (z.start, z.end, State::ZeroWindow)),
@@ -161,7 +167,11 @@ pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
         );
     }
     let rtt = c.path_rtt();
-    for g in c.gaps.iter().filter(|g| g.idle_ns(rtt) > 0) {
+    for g in c
+        .gaps
+        .iter()
+        .filter(|g| g.idle_ns(rtt) > 0 && !crate::detectors::explained_silence(c, g.start, g.end))
+    {
         // The side that breaks the silence with data was the one everybody waited for.
         let state = match g.last_data_dir {
             Some(d) if g.next_has_data && g.next_dir != d && g.next_dir == Dir::ServerToClient => {

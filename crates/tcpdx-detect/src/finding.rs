@@ -11,6 +11,8 @@ use serde::Serialize;
 pub enum FindingKind {
     /// Sender restarts from one segment after loss; receiver delays the lone segment's ACK.
     DelackSlowstartStall,
+    /// Nagle holds the small tail of a message until the peer's delayed ACK.
+    NagleDelackStall,
     /// Retransmission after a silent retransmission timeout.
     RtoStall,
     /// Segments lost in the network, costing recovery time.
@@ -42,6 +44,7 @@ impl FindingKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::DelackSlowstartStall => "delack-slowstart-stall",
+            Self::NagleDelackStall => "nagle-delack-stall",
             Self::RtoStall => "rto-stall",
             Self::NetworkLoss => "network-loss",
             Self::SpuriousRetransmission => "spurious-retransmission",
@@ -221,7 +224,8 @@ impl Finding {
 
     /// Sum of the listed episodes' durations.
     pub fn episode_seconds(&self) -> f64 {
-        self.episode_list.iter().map(|e| e.duration_s).sum()
+        // `+ 0.0`: an empty f64 sum is -0.0.
+        self.episode_list.iter().map(|e| e.duration_s).sum::<f64>() + 0.0
     }
 
     /// A Wireshark filter selecting the evidence frames of this finding.

@@ -42,6 +42,9 @@ pub struct ConnInference {
     pub rtt_s: Option<f64>,
     /// Highest delivery rate over a round trip (bits/s).
     pub path_bps: f64,
+    /// Goodput of the main direction: distinct payload bytes over the connection's
+    /// lifetime (bits/s); the what-if projections (`cost.goodput_without_bps`) scale it.
+    pub goodput_bps: f64,
     /// Round trips of the main sender.
     pub rounds: usize,
     /// Round trips in slow start (window growing by half or more per round).
@@ -160,6 +163,7 @@ fn inference(cx: &ConnContext<'_>) -> ConnInference {
         capture_point: cx.capture_point,
         rtt_s: (cx.rtt > 0).then(|| cx.rtt as f64 / 1e9),
         path_bps: cx.path_bps,
+        goodput_bps: cx.goodput_bps(),
         rounds: s.rounds.len(),
         slow_start_rounds: ss,
         congestion_avoidance_rounds: ca,

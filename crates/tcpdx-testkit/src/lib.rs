@@ -9,6 +9,8 @@
 //!   templates used with struct-update syntax (smoltcp's `SEND_TEMPL` idea).
 //! - [`pcap_writer`]: writes [`OwnedFrame`]s as pcapng or classic pcap, so the same scenario
 //!   can be read by tcpdx-capture and by `tshark` ([`tshark`] module) for comparison.
+//! - [`synth`]: a deterministic model of sender, receiver and path that writes a capture
+//!   and its exact labels (`truth.json`, the lab's schema) for behaviour no lab stack shows.
 //!
 //! ```
 //! use tcpdx_testkit::{Script, AUTO};

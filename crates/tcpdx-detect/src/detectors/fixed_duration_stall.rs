@@ -25,9 +25,12 @@ type Stall = (i64, i64, u64, &'static str);
 
 fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
     let c = cx.conn;
+    // Silences explained by a finding of their own (delayed-ACK stalls, timeouts, a SYN
+    // waiting for its retransmission) are that finding's, not an unknown timer's.
     let mut v: Vec<Stall> = c
         .gaps
         .iter()
+        .filter(|g| !g.setup && !super::explained_silence(c, g.start, g.end))
         .map(|g| (g.start, g.end, g.frame_after, "silence"))
         .collect();
     for s in &c.senders {

@@ -8,6 +8,7 @@ pub mod cwnd_collapse;
 pub mod delack_slowstart_stall;
 pub mod fixed_duration_stall;
 pub mod handshake_and_setup;
+pub mod nagle_delack_stall;
 pub mod network_loss;
 pub mod path_limited;
 pub mod receiver_host_drops;
@@ -34,6 +35,7 @@ pub const DETECTORS: &[(FindingKind, Detector)] = &[
         FindingKind::DelackSlowstartStall,
         delack_slowstart_stall::detect,
     ),
+    (FindingKind::NagleDelackStall, nagle_delack_stall::detect),
     (FindingKind::RtoStall, rto_stall::detect),
     (FindingKind::NetworkLoss, network_loss::detect),
     (
@@ -187,6 +189,11 @@ pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until:
         if r.start >= until || r.in_recovery {
             break;
         }
+        // A round waiting for a delayed ACK is that stall's cost (delack-slowstart-stall),
+        // not the window's.
+        if in_delack_stall(s, r.start, r.end) {
+            continue;
+        }
         let w = f64::from(r.pkts);
         if w >= target || r.rwnd_limited {
             break;
@@ -194,6 +201,27 @@ pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until:
         lost += r.duration() as f64 / 1e9 * (1.0 - w / target);
     }
     lost
+}
+
+/// True if `[start, end]` lies within one of the sender's delayed-ACK stalls (after loss
+/// recovery, or Nagle's) or retransmission timeouts: time those findings already cost.
+pub fn in_delack_stall(s: &SenderState, start: i64, end: i64) -> bool {
+    let within = |a: i64, b: i64| start >= a && end <= b;
+    s.delack.iter().any(|d| within(d.start, d.end))
+        || s.nagle.iter().any(|n| within(n.start, n.end))
+}
+
+/// True if the silence `[start, end]` is explained by a specific timer finding of either
+/// sender: a delayed-ACK stall (after recovery or Nagle's) or a retransmission timeout.
+pub fn explained_silence(c: &ConnTracker, start: i64, end: i64) -> bool {
+    // Tolerance for the capture's view of the edges (tcpdx choice: well below any timer).
+    const EDGE_NS: i64 = 1_000_000;
+    let covers = |a: i64, b: i64| start + EDGE_NS >= a && end <= b + EDGE_NS;
+    c.senders.iter().any(|s| {
+        s.delack.iter().any(|d| covers(d.start, d.end))
+            || s.nagle.iter().any(|n| covers(n.start, n.end))
+            || s.rtos.iter().any(|r| covers(r.start, r.end))
+    })
 }
 
 /// Share of a recovery episode's duration counted as lost: during fast recovery the sender

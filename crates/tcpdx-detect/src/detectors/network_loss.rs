@@ -41,14 +41,30 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let rate = f64::from(lost) / s.data_pkts.max(1) as f64;
     let burst = f64::from(lost) / eps.len() as f64;
     let place = if unseen * 2 > lost {
-        "before the capture point (the capture never saw the originals): between the sender and \
-         the capture, or capture drops"
+        // Capture drops are delivered and acknowledged without a retransmission; these
+        // segments had to be sent again, so they were really lost, before the capture.
+        if cx.capture_near_receiver() {
+            "upstream of the capture point, between the sender and the capture next to the \
+             receiver: the capture never saw the originals, and the sender had to retransmit \
+             them (segments only the capture missed would have been acknowledged without a \
+             retransmission), so they were lost in the network, not by the capture"
+        } else {
+            "upstream of the capture point (between the sender and the capture): the capture \
+             never saw the originals, and the sender had to retransmit them, so they were lost \
+             in the network, not by the capture"
+        }
     } else if cx.capture_near_sender() {
         "after the capture point, between the capture (next to the sender) and the receiver"
     } else if cx.capture_near_receiver() {
         "after the capture point, next to the receiver"
     } else {
         "after the capture point (the capture saw the originals)"
+    };
+    let caveat = if s.ack_unseen_flags > 0 {
+        " The receiver also acknowledged data the capture never saw: the capture dropped \
+         frames too (see capture-quality), so some holes in it are not network loss."
+    } else {
+        ""
     };
     let fast = eps
         .iter()
@@ -65,7 +81,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         "{lost} segment(s) from {sender} to {receiver} were lost ({pct:.3}% of {pkts} data \
          segments) in {n} episode(s), {burst:.1} per episode on average; {fast} episode(s) \
          were repaired by fast retransmission. The loss happened {place}. Recovery and the \
-         smaller window afterwards cost about {cost:.3} s of the connection's {life:.3} s.",
+         smaller window afterwards cost about {cost:.3} s of the connection's {life:.3} s.\
+         {caveat}",
         pct = rate * 100.0,
         pkts = s.data_pkts,
         n = eps.len(),

@@ -31,13 +31,24 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .max()
         .unwrap_or(0);
     let (sender, _) = cx.endpoints();
+    let upstream = s.rtos.iter().filter(|r| r.upstream_loss).count();
+    let upstream_note = if upstream > 0 {
+        format!(
+            " {upstream} of the timeouts were inferred from the outside: the capture never saw \
+             the lost data (it was lost before the capture point), so the silence looked idle; \
+             the sender then restarted from one segment and the hole it left in the sequence \
+             proved that data had been sent and lost."
+        )
+    } else {
+        String::new()
+    };
     f.explanation = format!(
         "{n} time(s) the connection went silent until {sender}'s retransmission timer fired \
          ({total} in total, longest {longest}; {backoffs} with exponential backoff). A timeout \
          means the loss could not be repaired by duplicate ACKs: the lost data was at the tail \
          of what was sent, or everything in flight was lost at once (up to {burst} segments \
          were retransmitted in one timeout episode). After a timeout the sender restarts from \
-         one segment (slow start).",
+         one segment (slow start).{upstream_note}",
         n = f.episodes,
         total = ms(cost_ns),
         longest = ms(s.rtos.iter().map(|r| r.end - r.start).max().unwrap_or(0)),

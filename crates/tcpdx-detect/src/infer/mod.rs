@@ -5,7 +5,8 @@
 pub mod sender;
 
 pub use sender::{
-    DelackPause, LossEpisode, RecoveryKind, Round, RtoStall, SenderState, Spurious, ZeroWindow,
+    DelackPause, LossEpisode, NaglePause, RecoveryKind, Round, RtoStall, SenderState, Spurious,
+    ZeroWindow,
 };
 
 use tcpdx_core::{Dir, SegmentAnalysis, SegmentDetail};
@@ -53,6 +54,8 @@ pub struct Gap {
     pub next_dir: Dir,
     /// The segment ending the gap carries data.
     pub next_has_data: bool,
+    /// The handshake was not complete: a SYN or SYN-ACK was waiting (retransmission).
+    pub setup: bool,
 }
 
 impl Gap {
@@ -65,7 +68,7 @@ impl Gap {
     /// [`GAP_MIN_NS`]; 0 if the gap is not idle.
     pub fn idle_ns(&self, rtt: i64) -> i64 {
         let idle = self.duration() - rtt.max(0);
-        if self.in_flight || idle < GAP_MIN_NS {
+        if self.in_flight || self.setup || idle < GAP_MIN_NS {
             0
         } else {
             idle
@@ -234,6 +237,7 @@ impl ConnTracker {
             last_data_dir: self.last_data_dir,
             next_dir: a.dir,
             next_has_data: a.len > 0,
+            setup: self.handshake.syn.is_some() && self.handshake.ack.is_none(),
         });
     }
 

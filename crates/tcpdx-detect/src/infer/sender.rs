@@ -61,6 +61,9 @@ pub struct Round {
     pub in_recovery: bool,
     /// The receiver's advertised window at the end of the round (bytes).
     pub rcv_window: u64,
+    /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
+    /// it) when a segment of the round was sent: the sender's effective window.
+    pub max_in_flight: u64,
 }
 
 impl Round {
@@ -153,6 +156,9 @@ pub struct RtoStall {
     pub timeouts: u32,
     /// Sequence number retransmitted.
     pub seq: u64,
+    /// Inferred from a capture that never saw the lost data (lost upstream of it): the
+    /// "retransmission" looked like new data; the hole it left proved the timeout later.
+    pub upstream_loss: bool,
 }
 
 /// A lone segment whose ACK the receiver held (delayed ACK) during or right after recovery.
@@ -175,6 +181,61 @@ pub struct DelackPause {
     /// Timeout retransmission of the loss episode, if any.
     pub rto_frame: Option<u64>,
 }
+
+/// A sub-MSS segment that Nagle's algorithm (RFC 896) held until the receiver's delayed ACK
+/// of the data before it: the lone segment waits for the delayed-ACK timer, the pure ACK
+/// releases the small tail at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NaglePause {
+    /// The lone segment whose ACK was held was sent.
+    pub start: i64,
+    /// The held tail was sent.
+    pub end: i64,
+    /// Hold time of the ACK: its delay minus the capture-to-receiver round trip.
+    pub hold: i64,
+    /// The lone segment.
+    pub lone_frame: u64,
+    /// The delayed (pure) ACK.
+    pub ack_frame: u64,
+    /// The sub-MSS tail released by that ACK.
+    pub tail_frame: u64,
+}
+
+/// Candidate Nagle stall: a lone segment's ACK came late, without data, and covered
+/// everything sent; the next segment decides.
+#[derive(Clone, Copy, Debug)]
+struct NagleCandidate {
+    lone_ts: i64,
+    lone_frame: u64,
+    ack_ts: i64,
+    ack_frame: u64,
+    hold: i64,
+    end: u64,
+}
+
+/// Data after a long silence in which, as far as the capture can tell, nothing was in
+/// flight: an idle sender, or a timeout after losses the capture never saw (upstream of a
+/// capture next to the receiver). The next hole in the capture decides.
+#[derive(Clone, Copy, Debug)]
+struct SilentRestart {
+    start: i64,
+    last_ack_frame: u64,
+    end: i64,
+    frame: u64,
+    seq: u64,
+    segs_after: u64,
+    lone_pause: Option<DelackPause>,
+}
+
+/// Segments a restarting sender may send before the hole it left must show (tcpdx choice:
+/// slow start from one segment after a timeout sends 1, then 2 (or 3 with F-RTO's new data)
+/// before the first duplicate ACK brings the lost data back).
+pub const SILENT_RESTART_MAX_SEGMENTS: u64 = 4;
+
+/// A segment sent this long after the ACK that released it, beyond the capture-to-sender
+/// share of the round trip, is not the tail that ACK released (tcpdx choice: scheduling and
+/// ACK processing take well under a millisecond).
+pub const NAGLE_RELEASE_SLACK_NS: i64 = 1_000_000;
 
 /// A period during which the receiver advertised a zero window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,6 +300,7 @@ struct RoundAcc {
     retx: u32,
     rwnd_limited: bool,
     in_recovery: bool,
+    max_in_flight: u64,
 }
 
 /// The sender-side inference of one direction of one connection.
@@ -294,6 +356,8 @@ pub struct SenderState {
     pub delack: Vec<DelackPause>,
     /// ACK delays (ns) of every lone segment, for the receiver's profile (capped).
     pub lone_ack_delays: Vec<i64>,
+    /// Sub-MSS segments held by Nagle until a delayed ACK (capped).
+    pub nagle: Vec<NaglePause>,
     /// Zero-window periods (capped).
     pub zero_windows: Vec<ZeroWindow>,
     /// Spurious retransmissions (capped).
@@ -318,8 +382,10 @@ pub struct SenderState {
     episode: Option<LossEpisode>,
     last_episode_end: Option<i64>,
     rto_open: Option<RtoStall>,
+    silent_restart: Option<SilentRestart>,
     segs_since_ack: u32,
     lone: Option<Lone>,
+    nagle_candidate: Option<NagleCandidate>,
     zw: Option<ZeroWindow>,
     recent_retx: std::collections::VecDeque<Retx>,
     pending_retx: std::collections::VecDeque<Retx>,
@@ -373,6 +439,7 @@ impl SenderState {
             self.oversize += 1;
             self.oversize_frame.get_or_insert(a.frame.0);
         }
+        self.check_silent_restart(a, path_rtt);
         if a.flags.has(F::LOST_SEGMENT) && seq > self.snd_nxt {
             self.lost_segment_flags += 1;
             if self.unseen.len() == MAX_UNSEEN {
@@ -398,6 +465,9 @@ impl SenderState {
             self.flight_start = ts;
         }
         let retx = a.flags.any(RETX_FLAGS) || ooo_resend;
+        if let Some(c) = self.nagle_candidate.take() {
+            self.check_nagle_tail(c, a, retx, path_rtt);
+        }
         if retx && self.on_retransmission(a, path_rtt, first_sighting) {
             // After a timeout the sender treats everything in flight as lost: the
             // retransmission starts a new flight, lone from the receiver's point of view.
@@ -415,6 +485,10 @@ impl SenderState {
         }
         self.round.pkts += 1;
         self.round.bytes += len;
+        if !retx {
+            let bif = a.bytes_in_flight.map_or(0, u64::from);
+            self.round.max_in_flight = self.round.max_in_flight.max(bif);
+        }
         self.round.retx += u32::from(retx);
         self.round.in_recovery |= self.episode.is_some();
         if a.flags.has(F::WINDOW_FULL) {
@@ -499,6 +573,7 @@ impl SenderState {
                         retx_frame: a.frame.0,
                         timeouts: 1,
                         seq: a.seq,
+                        upstream_loss: false,
                     });
                 }
             }
@@ -579,7 +654,43 @@ impl SenderState {
         {
             let delay = ts - l.ts;
             push_capped(&mut self.lone_ack_delays, delay, MAX_LONE_SAMPLES);
-            let hold = delay - self.downstream_rtt_min.unwrap_or(0);
+            // The first ACK delay seen may be this very delayed ACK: the handshake's round
+            // trip bounds the capture-to-receiver one too.
+            let base = match (self.downstream_rtt_min, path_rtt > 0) {
+                (Some(d), true) => d.min(path_rtt),
+                (Some(d), false) => d,
+                (None, true) => path_rtt,
+                (None, false) => 0,
+            };
+            let hold = delay - base;
+            if !l.in_recovery && hold >= DELACK_MIN_HOLD_NS && a.len == 0 && ack >= self.snd_nxt {
+                // The receiver sent nothing but the late ACK: if a small segment follows at
+                // once, Nagle was holding it (see `check_nagle_tail`).
+                self.nagle_candidate = Some(NagleCandidate {
+                    lone_ts: l.ts,
+                    lone_frame: l.frame,
+                    ack_ts: ts,
+                    ack_frame: a.frame.0,
+                    hold,
+                    end: ack,
+                });
+            }
+            if let Some(sr) = &mut self.silent_restart
+                && sr.frame == l.frame
+                && hold >= DELACK_MIN_HOLD_NS
+            {
+                // Kept until the capture shows the restart was a timeout's.
+                sr.lone_pause = Some(DelackPause {
+                    start: l.ts,
+                    end: ts,
+                    hold,
+                    lone_frame: l.frame,
+                    ack_frame: a.frame.0,
+                    third_dupack_frame: None,
+                    fast_retx_frame: None,
+                    rto_frame: Some(l.frame),
+                });
+            }
             if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
                 let ep = self.episode.as_ref().or(self.episodes.last());
                 push_capped(
@@ -666,6 +777,7 @@ impl SenderState {
                 rwnd_limited: self.round.rwnd_limited,
                 in_recovery: self.round.in_recovery || self.episode.is_some(),
                 rcv_window: a.window,
+                max_in_flight: self.round.max_in_flight,
             };
             // A round in which nothing was sent says nothing about the window.
             if r.pkts > 0 {
@@ -685,6 +797,84 @@ impl SenderState {
         }
         self.last_ack = ts;
         self.last_ack_frame = a.frame.0;
+    }
+
+    /// Tracks data after a silence with nothing in flight (as the capture sees it) until the
+    /// capture shows whether data had been sent and lost before it: a hole right after the
+    /// restart point, bigger than what was sent since, means the sender had sent that data
+    /// before the silence and the silence was its retransmission timeout.
+    fn check_silent_restart(&mut self, a: &SegmentAnalysis, path_rtt: i64) {
+        let ts = a.ts.0;
+        let mss = u64::from(self.mss.max(1));
+        if let Some(mut sr) = self.silent_restart.take() {
+            let hole = a.flags.has(F::LOST_SEGMENT) && a.seq > self.snd_nxt;
+            if hole {
+                let near = self.snd_nxt <= sr.seq + SILENT_RESTART_MAX_SEGMENTS * mss;
+                let missing = (a.seq - self.snd_nxt).div_ceil(mss);
+                if near && missing > sr.segs_after + 1 {
+                    push_capped(
+                        &mut self.rtos,
+                        RtoStall {
+                            start: sr.start,
+                            last_ack_frame: sr.last_ack_frame,
+                            end: sr.end,
+                            retx_frame: sr.frame,
+                            timeouts: 1,
+                            seq: sr.seq,
+                            upstream_loss: true,
+                        },
+                        MAX_EPISODES,
+                    );
+                    if let Some(p) = sr.lone_pause {
+                        push_capped(&mut self.delack, p, MAX_EPISODES);
+                    }
+                }
+                return;
+            }
+            sr.segs_after += 1;
+            if sr.segs_after <= SILENT_RESTART_MAX_SEGMENTS {
+                self.silent_restart = Some(sr);
+            }
+            return;
+        }
+        let silence = ts - self.last_send.max(self.last_ack);
+        let threshold = (RTO_MIN_SILENCE_RTTS * path_rtt).max(RTO_MIN_SILENCE_NS);
+        if self.last_send > 0 && self.idle() && a.seq == self.snd_nxt && silence >= threshold {
+            self.silent_restart = Some(SilentRestart {
+                start: self.last_send.max(self.last_ack),
+                last_ack_frame: self.last_ack_frame,
+                end: ts,
+                frame: a.frame.0,
+                seq: a.seq,
+                segs_after: 0,
+                lone_pause: None,
+            });
+        }
+    }
+
+    /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
+    /// right at the acknowledged edge, sent as soon as the ACK could reach the sender, is a
+    /// tail Nagle held (RFC 896; RFC 1122 section 4.2.3.4).
+    fn check_nagle_tail(&mut self, c: NagleCandidate, a: &SegmentAnalysis, retx: bool, rtt: i64) {
+        // From the capture to the sender and back: up to one round trip when the capture is
+        // next to the receiver, about nothing next to the sender.
+        let limit = rtt.max(0) + rtt.max(0) / 4 + NAGLE_RELEASE_SLACK_NS;
+        let small = self.mss > 0 && a.len < self.mss;
+        if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
+            return;
+        }
+        push_capped(
+            &mut self.nagle,
+            NaglePause {
+                start: c.lone_ts,
+                end: a.ts.0,
+                hold: c.hold,
+                lone_frame: c.lone_frame,
+                ack_frame: c.ack_frame,
+                tail_frame: a.frame.0,
+            },
+            MAX_EPISODES,
+        );
     }
 
     /// Removes `[seq, end)` from the capture's holes; true if it filled (part of) one, i.e.
