@@ -74,7 +74,10 @@ impl Analyzer {
             self.stats.fragments += 1;
         }
         match Segment::from_view(frame.no, frame.ts, &view) {
-            Some(seg) => self.handle_segment(&seg, sink),
+            Some(seg) => {
+                let payload = view.tcp.map_or(&[][..], |t| t.payload);
+                self.analyze_segment(&seg, payload, sink);
+            }
             None if view.partial_tcp.is_some_and(|p| !p.ip.fragment) => {
                 // Not analysable, but Wireshark gives it a stream (and may open one).
                 if let Some(p) = view.partial_tcp {
@@ -97,6 +100,11 @@ impl Analyzer {
 
     /// Handles one already-decoded segment: the entry point for hand-built tests.
     pub fn handle_segment<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) {
+        self.analyze_segment(seg, &[], sink);
+    }
+
+    /// Analyses `seg`, then hands its captured `payload` (if any) to the sink.
+    fn analyze_segment<S: EventSink>(&mut self, seg: &Segment, payload: &[u8], sink: &mut S) {
         let first = *self.first_ts.get_or_insert(seg.ts);
         self.stats.tcp_segments += 1;
         let (slot, initial) = self.connection_for(seg);
@@ -115,6 +123,9 @@ impl Analyzer {
         conn.expired = false;
         let detail = conn.detail(seg, &row);
         sink.segment_detail(&row, &detail);
+        if row.len > 0 && !payload.is_empty() {
+            sink.payload(&row, payload);
+        }
         self.maybe_sweep(seg.ts);
     }
 

@@ -202,6 +202,10 @@ pub trait EventSink {
     fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
         self.segment(a);
     }
+    /// The captured payload of the segment just reported by `segment_detail`, for
+    /// application-layer consumers (tcpdx-storage). Called only for frames (not hand-built
+    /// segments) that carry captured data; `payload.len() < a.len` when the snaplen cut it.
+    fn payload(&mut self, _a: &SegmentAnalysis, _payload: &[u8]) {}
     /// A connection's summary, once at the end of input (or on expiry).
     fn flow(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.
