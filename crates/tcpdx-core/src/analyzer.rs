@@ -123,7 +123,7 @@ impl Analyzer {
         conn.expired = false;
         let detail = conn.detail(seg, &row);
         sink.segment_detail(&row, &detail);
-        if row.len > 0 && !payload.is_empty() {
+        if row.len > 0 {
             sink.payload(&row, payload);
         }
         self.maybe_sweep(seg.ts);

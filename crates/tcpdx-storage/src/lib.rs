@@ -14,4 +14,17 @@
 #![warn(missing_docs)]
 
 pub mod framer;
+pub mod nfs;
 pub mod reassembly;
+pub mod rpc;
+pub mod transaction;
+pub mod xdr;
+
+pub use reassembly::At;
+pub use transaction::{
+    Collect, Credits, Io, IoKind, Notice, OpList, Proto, Request, Span, StorageSink, Transaction,
+};
+pub mod tracker;
+pub use tracker::{DecodeAs, Decoder, StorageConfig, Tracker};
+pub mod srt;
+pub use srt::{SrtCollector, SrtConfig, SrtReport};

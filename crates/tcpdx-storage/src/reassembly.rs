@@ -110,14 +110,7 @@ impl Reassembler {
     }
 
     /// One segment: `len` bytes at `seq`, of which the first `captured.len()` were captured.
-    pub fn segment<S: ByteSink>(
-        &mut self,
-        seq: u64,
-        len: u32,
-        captured: &[u8],
-        at: At,
-        out: &mut S,
-    ) {
+    pub fn segment(&mut self, seq: u64, len: u32, captured: &[u8], at: At, out: &mut dyn ByteSink) {
         if len == 0 {
             return;
         }
@@ -141,7 +134,7 @@ impl Reassembler {
     }
 
     /// The peer acknowledged up to `ack` in this direction's sequence space.
-    pub fn peer_acked<S: ByteSink>(&mut self, ack: u64, out: &mut S) {
+    pub fn peer_acked(&mut self, ack: u64, out: &mut dyn ByteSink) {
         let Some(next) = self.next else { return };
         if ack > self.peer_ack && ack.saturating_sub(next) <= MAX_ACK_JUMP {
             self.peer_ack = ack;
@@ -150,7 +143,7 @@ impl Reassembler {
     }
 
     /// End of input: buffered segments are delivered behind gaps.
-    pub fn finish<S: ByteSink>(&mut self, out: &mut S) {
+    pub fn finish(&mut self, out: &mut dyn ByteSink) {
         while !self.pending.is_empty() {
             self.skip_first_hole(out);
         }
@@ -178,7 +171,7 @@ impl Reassembler {
     }
 
     /// Delivers the part of `[seq, seq+len)` beyond `next` (requires `seq <= next`).
-    fn deliver<S: ByteSink>(&mut self, seq: u64, captured: &[u8], len: u64, at: At, out: &mut S) {
+    fn deliver(&mut self, seq: u64, captured: &[u8], len: u64, at: At, out: &mut dyn ByteSink) {
         let next = self.next.unwrap_or(seq);
         let skip = next - seq;
         let end = seq + len;
@@ -200,7 +193,7 @@ impl Reassembler {
 
     /// Delivers buffered segments that now continue the stream. `release` is the frame that
     /// filled the hole (the bytes became available then); `None` keeps each segment's own.
-    fn drain<S: ByteSink>(&mut self, release: Option<At>, out: &mut S) {
+    fn drain(&mut self, release: Option<At>, out: &mut dyn ByteSink) {
         while let Some(entry) = self.pending.first_entry() {
             let next = self.next.unwrap_or(0);
             if *entry.key() > next {
@@ -215,7 +208,7 @@ impl Reassembler {
     }
 
     /// Declares the hole before the first buffered segment lost and delivers what follows.
-    fn skip_first_hole<S: ByteSink>(&mut self, out: &mut S) {
+    fn skip_first_hole(&mut self, out: &mut dyn ByteSink) {
         let Some((&seq, p)) = self.pending.first_key_value() else {
             return;
         };
@@ -229,7 +222,7 @@ impl Reassembler {
     }
 
     /// Holes the peer has acknowledged were received but never captured.
-    fn resolve_acked_holes<S: ByteSink>(&mut self, out: &mut S) {
+    fn resolve_acked_holes(&mut self, out: &mut dyn ByteSink) {
         while let Some((&seq, _)) = self.pending.first_key_value() {
             if seq > self.peer_ack {
                 break;
@@ -238,7 +231,7 @@ impl Reassembler {
         }
     }
 
-    fn gap<S: ByteSink>(&mut self, len: u64, at: At, out: &mut S) {
+    fn gap(&mut self, len: u64, at: At, out: &mut dyn ByteSink) {
         self.stats.gaps += 1;
         self.stats.gap_bytes += len;
         out.gap(len, at);
