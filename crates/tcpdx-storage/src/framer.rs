@@ -45,6 +45,8 @@ pub struct Pdu<'a> {
     pub first: At,
     /// Where its last byte became available (Wireshark dissects the PDU at this frame).
     pub last: At,
+    /// Some of its bytes did not arrive in order (see [`ByteSink::data`]).
+    pub repaired: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +60,7 @@ enum State {
         keep: usize,
         damaged: bool,
         first: At,
+        repaired: bool,
     },
     /// Framing lost: scanning for a plausible PDU start; `buf` holds a short carry.
     Lost,
@@ -85,6 +88,10 @@ pub struct Framer {
     state: State,
     buf: Vec<u8>,
     stats: FramerStats,
+    /// The chunk being fed arrived out of order.
+    input_repaired: bool,
+    /// The head being collected (state `Head`) saw out-of-order bytes.
+    head_repaired: bool,
 }
 
 impl Framer {
@@ -98,7 +105,14 @@ impl Framer {
             },
             buf: Vec::new(),
             stats: FramerStats::default(),
+            input_repaired: false,
+            head_repaired: false,
         }
+    }
+
+    /// Marks the chunks fed from now on as delivered out of order (or not).
+    pub fn set_repaired(&mut self, repaired: bool) {
+        self.input_repaired = repaired;
     }
 
     /// Counters so far.
@@ -132,6 +146,7 @@ impl Framer {
                 done,
                 keep,
                 first,
+                repaired,
                 ..
             } => {
                 let remaining = total - done;
@@ -144,9 +159,10 @@ impl Framer {
                         keep,
                         damaged: true,
                         first,
+                        repaired,
                     };
                 } else {
-                    self.finish_pdu(total, true, first, at, h);
+                    self.finish_pdu(total, true, first, at, repaired, h);
                     if len > remaining {
                         self.lose(at, h);
                     }
@@ -184,6 +200,7 @@ impl Framer {
                     damaged: false,
                     first: at,
                     last: at,
+                    repaired: self.input_repaired,
                 };
                 self.stats.pdus += 1;
                 h.pdu(&pdu);
@@ -195,11 +212,16 @@ impl Framer {
                 keep,
                 damaged: false,
                 first: at,
+                repaired: self.input_repaired,
             };
             return 0;
         }
         let need = hl - self.buf.len();
         let n = need.min(bytes.len());
+        if self.buf.is_empty() {
+            self.head_repaired = false;
+        }
+        self.head_repaired |= self.input_repaired;
         self.buf.extend_from_slice(&bytes[..n]);
         if self.buf.len() < hl {
             self.state = State::Head { first: Some(first) };
@@ -217,15 +239,17 @@ impl Framer {
             Some(total) => {
                 let keep = clamp_keep(h.keep_len(&head, total), hl, total);
                 self.buf = head;
+                let repaired = self.head_repaired;
                 self.state = State::Body {
                     total,
                     done: hl as u64,
                     keep,
                     damaged: false,
                     first,
+                    repaired,
                 };
                 if total == hl as u64 {
-                    self.finish_pdu(total, false, first, at, h);
+                    self.finish_pdu(total, false, first, at, repaired, h);
                 }
             }
         }
@@ -240,10 +264,12 @@ impl Framer {
             keep,
             damaged,
             first,
+            repaired,
         } = self.state
         else {
             return 0;
         };
+        let repaired = repaired || self.input_repaired;
         let n = (total - done).min(bytes.len() as u64) as usize;
         if (done as usize) < keep && self.buf.len() == done as usize {
             let k = (keep - done as usize).min(n);
@@ -251,7 +277,7 @@ impl Framer {
         }
         let done = done + n as u64;
         if done == total {
-            self.finish_pdu(total, damaged, first, at, h);
+            self.finish_pdu(total, damaged, first, at, repaired, h);
         } else {
             self.state = State::Body {
                 total,
@@ -259,17 +285,20 @@ impl Framer {
                 keep,
                 damaged,
                 first,
+                repaired,
             };
         }
         n
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn finish_pdu<H: PduHandler>(
         &mut self,
         total: u64,
         damaged: bool,
         first: At,
         at: At,
+        repaired: bool,
         h: &mut H,
     ) {
         let pdu = Pdu {
@@ -278,6 +307,7 @@ impl Framer {
             damaged,
             first,
             last: at,
+            repaired,
         };
         self.stats.pdus += 1;
         if damaged {
@@ -347,8 +377,10 @@ pub struct Framed<'a, H> {
 }
 
 impl<H: PduHandler> ByteSink for Framed<'_, H> {
-    fn data(&mut self, bytes: &[u8], at: At) {
+    fn data(&mut self, bytes: &[u8], at: At, repaired: bool) {
+        self.framer.set_repaired(repaired);
         self.framer.data(bytes, at, self.handler);
+        self.framer.set_repaired(false);
     }
     fn gap(&mut self, len: u64, at: At) {
         self.framer.gap(len, at, self.handler);

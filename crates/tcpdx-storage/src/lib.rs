@@ -28,3 +28,5 @@ pub mod tracker;
 pub use tracker::{DecodeAs, Decoder, StorageConfig, Tracker};
 pub mod srt;
 pub use srt::{SrtCollector, SrtConfig, SrtReport};
+pub mod iscsi;
+pub mod smb2;

@@ -27,8 +27,10 @@ pub struct At {
 
 /// Receives one direction's bytes in sequence order.
 pub trait ByteSink {
-    /// The next `bytes` of the stream, available at `at`.
-    fn data(&mut self, bytes: &[u8], at: At);
+    /// The next `bytes` of the stream, available at `at`. `repaired`: they did not arrive
+    /// in order (released from the out-of-order buffer, or carried by a retransmission
+    /// that filled a hole), which Wireshark 4.0 does not dissect by default.
+    fn data(&mut self, bytes: &[u8], at: At, repaired: bool);
     /// The next `len` bytes of the stream will never be seen.
     fn gap(&mut self, len: u64, at: At);
 }
@@ -129,7 +131,8 @@ impl Reassembler {
             }
             return;
         }
-        self.deliver(seq, captured, u64::from(len), at, out);
+        let repaired = seq < next || !self.pending.is_empty();
+        self.deliver(seq, captured, u64::from(len), at, repaired, out);
         self.drain(Some(at), out);
     }
 
@@ -171,7 +174,15 @@ impl Reassembler {
     }
 
     /// Delivers the part of `[seq, seq+len)` beyond `next` (requires `seq <= next`).
-    fn deliver(&mut self, seq: u64, captured: &[u8], len: u64, at: At, out: &mut dyn ByteSink) {
+    fn deliver(
+        &mut self,
+        seq: u64,
+        captured: &[u8],
+        len: u64,
+        at: At,
+        repaired: bool,
+        out: &mut dyn ByteSink,
+    ) {
         let next = self.next.unwrap_or(seq);
         let skip = next - seq;
         let end = seq + len;
@@ -182,7 +193,7 @@ impl Reassembler {
         if skip < cap_len {
             let bytes = &captured[skip as usize..];
             self.stats.delivered_bytes += bytes.len() as u64;
-            out.data(bytes, at);
+            out.data(bytes, at, repaired);
         }
         let tail_from = skip.max(cap_len);
         if len > tail_from {
@@ -203,7 +214,7 @@ impl Reassembler {
             let p = entry.remove();
             self.pending_bytes -= p.data.len();
             let len = p.len();
-            self.deliver(seq, &p.data, len, release.unwrap_or(p.at), out);
+            self.deliver(seq, &p.data, len, release.unwrap_or(p.at), true, out);
         }
     }
 
@@ -247,11 +258,13 @@ mod tests {
     struct Rec {
         out: Vec<Option<u8>>,
         frames: Vec<u64>,
+        repaired: Vec<bool>,
     }
     impl ByteSink for Rec {
-        fn data(&mut self, bytes: &[u8], at: At) {
+        fn data(&mut self, bytes: &[u8], at: At, repaired: bool) {
             self.out.extend(bytes.iter().map(|&b| Some(b)));
             self.frames.push(at.frame.0);
+            self.repaired.push(repaired);
         }
         fn gap(&mut self, len: u64, at: At) {
             self.out.extend(std::iter::repeat_n(None, len as usize));
@@ -295,6 +308,7 @@ mod tests {
         r.segment(1000, 100, &s[..100], at(2), &mut rec);
         r.segment(1050, 150, &s[50..], at(3), &mut rec); // overlapping retransmission
         assert_eq!(bytes_of(&rec), s);
+        assert_eq!(rec.repaired, vec![false, true]);
     }
 
     #[test]
@@ -309,6 +323,7 @@ mod tests {
         r.segment(100, 100, &s[100..200], at(3), &mut rec);
         assert_eq!(bytes_of(&rec), s);
         assert_eq!(rec.frames, vec![1, 3, 3]);
+        assert_eq!(rec.repaired, vec![false, true, true]);
         assert_eq!(r.buffered(), 0);
     }
 

@@ -155,6 +155,7 @@ struct Record {
     buf: Vec<u8>,
     first: Option<At>,
     bytes: u64,
+    repaired: bool,
 }
 
 /// RPC state of one connection.
@@ -375,6 +376,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
                 first: pdu.first,
                 last: pdu.last,
                 bytes: pdu.len,
+                repaired: pdu.repaired,
             };
             self.conn
                 .record(self.stream, self.dir, body, span, self.sink);
@@ -384,12 +386,14 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         rec.buf.extend_from_slice(&body[..body.len().min(room)]);
         rec.first.get_or_insert(pdu.first);
         rec.bytes += pdu.len;
+        rec.repaired |= pdu.repaired;
         if last {
             let rec = std::mem::take(&mut self.conn.rec[i]);
             let span = Span {
                 first: rec.first.unwrap_or(pdu.first),
                 last: pdu.last,
                 bytes: rec.bytes,
+                repaired: rec.repaired,
             };
             self.conn
                 .record(self.stream, self.dir, &rec.buf, span, self.sink);

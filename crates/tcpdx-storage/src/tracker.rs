@@ -13,8 +13,10 @@ use tcpdx_core::{Dir, EventSink, SegmentAnalysis, SegmentDetail, StreamId};
 use tcpdx_wire::TcpFlags;
 
 use crate::framer::{Framed, Framer};
+use crate::iscsi::{IscsiConn, IscsiDir};
 use crate::reassembly::{At, ByteSink, Reassembler, ReassemblyStats};
 use crate::rpc::{RpcConn, RpcDir};
+use crate::smb2::{Smb2Conn, Smb2Dir};
 use crate::transaction::StorageSink;
 
 /// Which parser reads a connection.
@@ -22,6 +24,10 @@ use crate::transaction::StorageSink;
 pub enum Decoder {
     /// ONC RPC (NFS, and MOUNT/NLM/portmap which are matched but not reported).
     Rpc,
+    /// SMB2/3 over NetBIOS session framing.
+    Smb2,
+    /// iSCSI.
+    Iscsi,
 }
 
 impl FromStr for Decoder {
@@ -29,7 +35,11 @@ impl FromStr for Decoder {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.to_ascii_lowercase().as_str() {
             "nfs" | "rpc" => Ok(Decoder::Rpc),
-            other => Err(format!("unknown protocol {other:?} (expected nfs)")),
+            "smb2" | "smb3" | "smb" | "cifs" => Ok(Decoder::Smb2),
+            "iscsi" => Ok(Decoder::Iscsi),
+            other => Err(format!(
+                "unknown protocol {other:?} (expected nfs, smb2 or iscsi)"
+            )),
         }
     }
 }
@@ -38,6 +48,8 @@ impl fmt::Display for Decoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Decoder::Rpc => "nfs",
+            Decoder::Smb2 => "smb2",
+            Decoder::Iscsi => "iscsi",
         })
     }
 }
@@ -80,11 +92,25 @@ pub struct StorageConfig {
     pub max_outstanding: usize,
 }
 
-/// Default server ports: NFS 2049.
-pub const DEFAULT_PORTS: &[DecodeAs] = &[DecodeAs {
-    port: 2049,
-    decoder: Decoder::Rpc,
-}];
+/// Default server ports: NFS 2049, SMB 445 (direct) and 139 (NetBIOS), iSCSI 3260.
+pub const DEFAULT_PORTS: &[DecodeAs] = &[
+    DecodeAs {
+        port: 2049,
+        decoder: Decoder::Rpc,
+    },
+    DecodeAs {
+        port: 445,
+        decoder: Decoder::Smb2,
+    },
+    DecodeAs {
+        port: 139,
+        decoder: Decoder::Smb2,
+    },
+    DecodeAs {
+        port: 3260,
+        decoder: Decoder::Iscsi,
+    },
+];
 
 impl Default for StorageConfig {
     fn default() -> Self {
@@ -121,6 +147,8 @@ impl StorageConfig {
 #[derive(Debug)]
 enum State {
     Rpc(RpcConn),
+    Smb2(Smb2Conn),
+    Iscsi(IscsiConn),
 }
 
 #[derive(Debug)]
@@ -221,6 +249,8 @@ impl<S: StorageSink> Tracker<S> {
             }
             match &mut conn.state {
                 State::Rpc(c) => c.finish(stream, &mut self.sink),
+                State::Smb2(c) => c.finish(stream, &mut self.sink),
+                State::Iscsi(c) => c.finish(stream, &mut self.sink),
             }
         }
     }
@@ -237,6 +267,8 @@ impl<S: StorageSink> Tracker<S> {
             };
             let state = match decoder {
                 Decoder::Rpc => State::Rpc(RpcConn::new(self.cfg.max_outstanding)),
+                Decoder::Smb2 => State::Smb2(Smb2Conn::new(self.cfg.max_outstanding)),
+                Decoder::Iscsi => State::Iscsi(IscsiConn::new(self.cfg.max_outstanding)),
             };
             let cap = self.cfg.reassembly_cap;
             self.conns.insert(
@@ -269,10 +301,11 @@ fn with_bytes<S: StorageSink>(
         state,
         ..
     } = conn;
-    match state {
-        State::Rpc(c) => {
-            let mut h = RpcDir {
-                conn: c,
+    // One arm per protocol: the handler types differ, the plumbing does not.
+    macro_rules! run {
+        ($handler:ident, $c:expr) => {{
+            let mut h = $handler {
+                conn: $c,
                 dir,
                 stream,
                 sink,
@@ -284,7 +317,12 @@ fn with_bytes<S: StorageSink>(
                     handler: &mut h,
                 },
             );
-        }
+        }};
+    }
+    match state {
+        State::Rpc(c) => run!(RpcDir, c),
+        State::Smb2(c) => run!(Smb2Dir, c),
+        State::Iscsi(c) => run!(IscsiDir, c),
     }
 }
 

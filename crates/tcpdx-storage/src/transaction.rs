@@ -77,8 +77,12 @@ pub struct Span {
     pub first: At,
     /// Where the last byte became available (Wireshark's frame for this message).
     pub last: At,
-    /// Bytes of the message (PDU length; the sum of a compound's share for SMB2).
+    /// Bytes of the message (PDU length; a compound member's share for SMB2).
     pub bytes: u64,
+    /// Some of its bytes arrived out of order (retransmission filling a hole, or released
+    /// from the reassembly buffer): Wireshark 4.0's default preferences do not dissect
+    /// such messages (docs/wireshark-differences.md).
+    pub repaired: bool,
 }
 
 /// Most NFSv4 operations remembered per COMPOUND.

@@ -19,6 +19,7 @@ fn span(frame: u64, ms: f64) -> Span {
         first: at(frame, ms),
         last: at(frame, ms),
         bytes: 100,
+        repaired: false,
     }
 }
 
