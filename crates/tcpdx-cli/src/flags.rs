@@ -155,6 +155,10 @@ pub struct SrtArgs {
     /// Timeline interval in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub interval: f64,
+    /// Instead of the tables, one CSV row per transaction (request, reply, frames, times,
+    /// SRT, status, data extent).
+    #[arg(long)]
+    pub transactions: bool,
     /// How many of the slowest requests to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub slowest: usize,

@@ -14,4 +14,4 @@ pub mod srt;
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{EventsCsv, EventsJsonl};
 pub use flows::{write_flows_json, write_flows_table};
-pub use srt::{write_srt_json, write_srt_text};
+pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};

@@ -226,3 +226,78 @@ pub fn write_srt_text<W: Write>(out: &mut W, r: &SrtReport) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Streams one CSV row per transaction (`tcpdx srt --transactions`), in reply order
+/// (unanswered requests last). Columns: `stream,protocol,version,op,sub_op,id,
+/// request_frame,request_time,reply_frame,reply_time,srt,status,kind,offset,length,
+/// done_length,repaired,damaged` (times in seconds since the first frame).
+pub struct TransactionsCsv<W: Write> {
+    out: W,
+    origin: i64,
+    /// First write error (later rows are dropped).
+    pub error: Option<io::Error>,
+}
+
+impl<W: Write> TransactionsCsv<W> {
+    /// Writes the header line.
+    pub fn new(mut out: W) -> io::Result<Self> {
+        writeln!(
+            out,
+            "stream,protocol,version,op,sub_op,id,request_frame,request_time,reply_frame,reply_time,srt,status,kind,offset,length,done_length,repaired,damaged"
+        )?;
+        Ok(Self {
+            out,
+            origin: 0,
+            error: None,
+        })
+    }
+
+    /// The writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn row(&mut self, t: &tcpdx_storage::Transaction) -> io::Result<()> {
+        let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+        let secs = |ns: i64| format!("{:.9}", ns as f64 / 1e9);
+        let io = t.io;
+        writeln!(
+            self.out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            t.stream,
+            t.proto.name(),
+            t.version.map(|v| v.to_string()).unwrap_or_default(),
+            t.op,
+            t.sub_op.unwrap_or(""),
+            t.id,
+            t.request.last.frame,
+            secs(t.request.last.ts.0 - self.origin),
+            opt(t.reply.map(|r| r.last.frame.0)),
+            t.reply
+                .map(|r| secs(r.last.ts.0 - self.origin))
+                .unwrap_or_default(),
+            t.srt_ns().map(secs).unwrap_or_default(),
+            opt(t.status.map(u64::from)),
+            io.map(|io| format!("{:?}", io.kind).to_lowercase())
+                .unwrap_or_default(),
+            opt(io.map(|io| io.offset)),
+            opt(io.map(|io| io.len)),
+            opt(io.and_then(|io| io.done_len)),
+            u8::from(t.request.repaired || t.reply.is_some_and(|r| r.repaired)),
+            u8::from(t.request.damaged || t.reply.is_some_and(|r| r.damaged)),
+        )
+    }
+}
+
+impl<W: Write> tcpdx_storage::StorageSink for TransactionsCsv<W> {
+    fn start(&mut self, ts: tcpdx_wire::Timestamp) {
+        self.origin = ts.0;
+    }
+    fn transaction(&mut self, t: &tcpdx_storage::Transaction) {
+        if self.error.is_none()
+            && let Err(e) = self.row(t)
+        {
+            self.error = Some(e);
+        }
+    }
+}

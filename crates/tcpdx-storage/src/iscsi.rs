@@ -287,6 +287,7 @@ impl IscsiConn {
             last: pdu.last,
             bytes: pdu.len,
             repaired: pdu.repaired,
+            damaged: pdu.damaged,
         };
         match h.opcode() {
             op::SCSI_COMMAND => self.command(stream, dir, h, span, sink),

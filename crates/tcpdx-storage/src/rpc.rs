@@ -156,6 +156,7 @@ struct Record {
     first: Option<At>,
     bytes: u64,
     repaired: bool,
+    damaged: bool,
 }
 
 /// RPC state of one connection.
@@ -377,6 +378,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
                 last: pdu.last,
                 bytes: pdu.len,
                 repaired: pdu.repaired,
+                damaged: pdu.damaged,
             };
             self.conn
                 .record(self.stream, self.dir, body, span, self.sink);
@@ -387,6 +389,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         rec.first.get_or_insert(pdu.first);
         rec.bytes += pdu.len;
         rec.repaired |= pdu.repaired;
+        rec.damaged |= pdu.damaged;
         if last {
             let rec = std::mem::take(&mut self.conn.rec[i]);
             let span = Span {
@@ -394,6 +397,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
                 last: pdu.last,
                 bytes: rec.bytes,
                 repaired: rec.repaired,
+                damaged: rec.damaged,
             };
             self.conn
                 .record(self.stream, self.dir, &rec.buf, span, self.sink);

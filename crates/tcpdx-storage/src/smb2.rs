@@ -22,8 +22,6 @@ const MAX_MESSAGE: u64 = 16 << 20;
 const HEADER: usize = 64;
 /// NT status of an interim response.
 pub const STATUS_PENDING: u32 = 0x0000_0103;
-/// MessageId of unsolicited oplock/lease breaks.
-const UNSOLICITED: u64 = u64::MAX;
 
 mod flag {
     pub const RESPONSE: u32 = 0x0000_0001;
@@ -246,6 +244,7 @@ impl Smb2Conn {
                 last: pdu.last,
                 bytes: cmd_len,
                 repaired: pdu.repaired,
+                damaged: pdu.damaged,
             };
             if h.is_response() {
                 self.response(stream, &h, span, sink);
@@ -272,8 +271,10 @@ impl Smb2Conn {
         sink: &mut S,
     ) {
         let command = h.command();
-        // Cancel has no response of its own (it names another request's MessageId).
-        if command == cmd::CANCEL {
+        // Cancel has no response of its own (it names another request's MessageId); a
+        // Break request acknowledges the server's oplock/lease break, an exchange the
+        // server started: neither is a service request (Wireshark's smb2,srt skips both).
+        if command == cmd::CANCEL || command == cmd::BREAK {
             return;
         }
         let id = h.message_id();
@@ -325,7 +326,7 @@ impl Smb2Conn {
         sink: &mut S,
     ) {
         let id = h.message_id();
-        if id == UNSOLICITED && h.command() == cmd::BREAK {
+        if h.command() == cmd::BREAK {
             return;
         }
         if h.is_async() && h.status() == STATUS_PENDING {

@@ -83,6 +83,9 @@ pub struct Span {
     /// from the reassembly buffer): Wireshark 4.0's default preferences do not dissect
     /// such messages (docs/wireshark-differences.md).
     pub repaired: bool,
+    /// A capture gap fell inside it (bytes never seen): its header was read, its body is
+    /// incomplete.
+    pub damaged: bool,
 }
 
 /// Most NFSv4 operations remembered per COMPOUND.

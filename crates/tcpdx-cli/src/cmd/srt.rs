@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use tcpdx_report::{write_srt_json, write_srt_text};
+use tcpdx_report::{TransactionsCsv, write_srt_json, write_srt_text};
 use tcpdx_storage::{SrtCollector, SrtConfig, StorageConfig, Tracker};
 
 use crate::flags::SrtArgs;
@@ -19,6 +19,20 @@ pub fn run(a: &SrtArgs) -> Result<ExitCode> {
         );
     }
     let cfg = StorageConfig::default().with_decode_as(&a.decode_as);
+    if a.transactions {
+        let csv = TransactionsCsv::new(BufWriter::new(io::stdout().lock()))?;
+        let mut tracker = Tracker::new(cfg, csv);
+        analyze(open(&a.common)?, &a.common, &mut tracker, |t| {
+            t.sink().error.is_some()
+        })?;
+        tracker.finish();
+        let mut csv = tracker.into_sink();
+        if let Some(e) = csv.error.take() {
+            out_err(Err(e))?;
+        }
+        out_err(csv.into_inner().flush())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let srt = SrtConfig::default()
         .with_interval_ns((a.interval * 1e9).round() as i64)
         .with_slowest(a.slowest);

@@ -20,6 +20,7 @@ fn span(frame: u64, ms: f64) -> Span {
         last: at(frame, ms),
         bytes: 100,
         repaired: false,
+        damaged: false,
     }
 }
 
