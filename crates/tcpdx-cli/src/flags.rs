@@ -30,6 +30,12 @@ pub enum Command {
     /// One row per TCP connection and direction: packets, bytes, goodput, retransmissions,
     /// RTT min/median/p95/max (Karn's rule), MSS, window scale, SACK, window limits.
     Flows(FlowsArgs),
+    /// Service response times of storage protocols: per NFS procedure (v3, v4 COMPOUND and
+    /// its principal operation), SMB2 command and SCSI opcode over iSCSI: count, min, mean,
+    /// p50/p95/p99, max, total (Wireshark's -z rpc,srt / smb2,srt / scsi,srt numbers), the
+    /// slowest requests with their frames, latency, requests in flight and throughput over
+    /// time, and SMB2 credits.
+    Srt(SrtArgs),
 }
 
 /// Options shared by every command.
@@ -154,8 +160,33 @@ pub struct FlowsArgs {
     pub json: bool,
 }
 
+/// `tcpdx srt` options.
+#[derive(Debug, Args)]
+pub struct SrtArgs {
+    /// Input and filters.
+    #[command(flatten)]
+    pub common: Common,
+    /// Machine-readable JSON (`{"version": 1, "tables": [...], ...}`).
+    #[arg(long)]
+    pub json: bool,
+    /// Timeline interval in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Instead of the tables, one CSV row per transaction (request, reply, frames, times,
+    /// SRT, status, data extent).
+    #[arg(long)]
+    pub transactions: bool,
+    /// How many of the slowest requests to list.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub slowest: usize,
+    /// Parse connections on this port as this protocol (nfs, smb2, iscsi); repeatable.
+    /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
+    #[arg(long = "decode-as", value_name = "PORT=PROTO")]
+    pub decode_as: Vec<tcpdx_storage::DecodeAs>,
+}
+
 /// Subcommand names, for the `tcpdx FILE` shorthand.
-const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "help"];
+const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "help"];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
 /// argument neither a subcommand nor an option) means `tcpdx diagnose FILE...`.

@@ -32,6 +32,9 @@ const DEPTH: usize = 4;
 /// What the workers send back per segment, chosen by the command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plan {
+    /// No workers: everything on one thread. For sinks that need segment payloads
+    /// (`srt`), which the reader does not copy for workers.
+    Serial,
     /// Every segment with its detail, replayed into the command's sink in capture order.
     Replay,
     /// Flow summaries only (no per-segment output).
@@ -218,7 +221,7 @@ struct WorkerSink<'a> {
 impl EventSink for WorkerSink<'_> {
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         match self.plan {
-            Plan::Replay => self.out.items.push(Out::Seg(*a, *d)),
+            Plan::Replay | Plan::Serial => self.out.items.push(Out::Seg(*a, *d)),
             Plan::FlowsOnly => {}
             Plan::CsvRows { flagged } => {
                 let port_ok = self.ports.is_empty()

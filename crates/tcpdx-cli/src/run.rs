@@ -20,6 +20,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diagnose(a) => cmd::diagnose::run(&a),
         Command::Events(a) => cmd::events::run(&a),
         Command::Flows(a) => cmd::flows::run(&a),
+        Command::Srt(a) => cmd::srt::run(&a),
     }
 }
 
@@ -57,6 +58,11 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         if self.keep(a.stream.0, a.sport, a.dport) {
             self.inner.segment_detail(a, d);
+        }
+    }
+    fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
+        if self.keep(a.stream.0, a.sport, a.dport) {
+            self.inner.payload(a, payload);
         }
     }
     fn flow(&mut self, f: &FlowSummary) {
@@ -103,7 +109,7 @@ pub fn analyze_with<S: EventSink>(
 ) -> Result<Outcome> {
     let progress = progress_bar(common, &reader);
     let threads = common.worker_threads();
-    if threads <= 1 {
+    if threads <= 1 || plan == Plan::Serial {
         return analyze_single(reader, common, sink, stop, progress);
     }
     let mut filter = Filter::new(sink, common);

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig};
-use tcpdx_testkit::synth::{SynthConfig, write_synth};
+use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -88,14 +88,14 @@ fn expiry_sweeps_and_filters_give_the_same_output_for_any_thread_count() {
     let dir = std::env::temp_dir().join(format!("tcpdx-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("sweep.pcap");
-    let cfg = SynthConfig {
+    let cfg = BulkConfig {
         packets: 150_000,
         concurrent: 300,
         per_conn: 40,
         gap_us: 1000,
-        ..SynthConfig::default()
+        ..BulkConfig::default()
     };
-    write_synth(std::fs::File::create(&file).unwrap(), cfg).unwrap();
+    write_bulk(std::fs::File::create(&file).unwrap(), cfg).unwrap();
 
     let mut reader = CaptureReader::open(&file).unwrap();
     let mut an = Analyzer::new(AnalyzerConfig::default());

@@ -8,17 +8,17 @@ use std::io::Cursor;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig, EventSink, FrameInput};
-use tcpdx_testkit::synth::{SynthConfig, write_synth};
+use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
 
 const FRAMES: u64 = 100_000;
 
 fn capture() -> Vec<u8> {
     let mut pcap = Vec::new();
-    let cfg = SynthConfig {
+    let cfg = BulkConfig {
         packets: FRAMES,
-        ..SynthConfig::default()
+        ..BulkConfig::default()
     };
-    write_synth(&mut pcap, cfg).expect("generate");
+    write_bulk(&mut pcap, cfg).expect("generate");
     pcap
 }
 

@@ -3,7 +3,7 @@
 //! Calling order: `handle_frame` (or `handle_segment` for hand-built input) for every
 //! frame in capture order, then `handle_end` once. Time comes only from the frames.
 
-use tcpdx_wire::{Frame, Timestamp};
+use tcpdx_wire::{Frame, Timestamp, decode};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, EventSink, Warning};
@@ -80,16 +80,28 @@ impl Analyzer {
 
     /// Handles one captured frame (any protocol: non-TCP frames only count).
     pub fn handle_frame<S: EventSink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
-        self.handle_input(&FrameInput::classify(frame), sink);
+        let view = decode(frame.link, frame.data, frame.orig_len);
+        let input = FrameInput::from_view(frame.no, frame.ts, &view);
+        let payload = view.tcp.map_or(&[][..], |t| t.payload);
+        self.handle_input_with_payload(&input, payload, sink);
     }
 
     /// Handles one frame already decoded by [`FrameInput::classify`] (possibly on another
-    /// thread).
+    /// thread); no payload reaches the sink.
     pub fn handle_input<S: EventSink>(&mut self, input: &FrameInput, sink: &mut S) {
+        self.handle_input_with_payload(input, &[], sink);
+    }
+
+    fn handle_input_with_payload<S: EventSink>(
+        &mut self,
+        input: &FrameInput,
+        payload: &[u8],
+        sink: &mut S,
+    ) {
         self.first_ts.get_or_insert(input.ts());
         self.stats.frames += 1;
         match input {
-            FrameInput::Segment(seg) => self.handle_segment(seg, sink),
+            FrameInput::Segment(seg) => self.analyze_segment(seg, payload, sink),
             FrameInput::Partial(seg) => {
                 self.connection_for(seg, sink);
                 self.stats.partial_tcp += 1;
@@ -116,6 +128,11 @@ impl Analyzer {
 
     /// Handles one already-decoded segment: the entry point for hand-built tests.
     pub fn handle_segment<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) {
+        self.analyze_segment(seg, &[], sink);
+    }
+
+    /// Analyses `seg`, then hands its captured `payload` (if any) to the sink.
+    fn analyze_segment<S: EventSink>(&mut self, seg: &Segment, payload: &[u8], sink: &mut S) {
         let first = *self.first_ts.get_or_insert(seg.ts);
         self.stats.tcp_segments += 1;
         let (slot, initial) = self.connection_for(seg, sink);
@@ -134,6 +151,9 @@ impl Analyzer {
         conn.expired = false;
         let detail = conn.detail(seg, &row);
         sink.segment_detail(&row, &detail);
+        if row.len > 0 {
+            sink.payload(&row, payload);
+        }
         self.maybe_sweep(seg.ts);
     }
 

@@ -211,6 +211,11 @@ pub trait EventSink {
     fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
         self.segment(a);
     }
+    /// The captured payload of the segment just reported by `segment_detail`, for
+    /// application-layer consumers (tcpdx-storage). Called for every segment with
+    /// `a.len > 0`; `payload.len() < a.len` when the snaplen cut it (and always empty for
+    /// hand-built segments, which carry no bytes).
+    fn payload(&mut self, _a: &SegmentAnalysis, _payload: &[u8]) {}
     /// A connection's summary, once at the end of input (or on expiry).
     fn flow(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.

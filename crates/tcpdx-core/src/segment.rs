@@ -115,16 +115,20 @@ impl FrameInput {
     /// Decodes `frame` and classifies it.
     pub fn classify(frame: &Frame<'_>) -> FrameInput {
         let view = decode(frame.link, frame.data, frame.orig_len);
+        FrameInput::from_view(frame.no, frame.ts, &view)
+    }
+    /// Classifies an already decoded frame.
+    pub fn from_view(no: FrameNo, ts: Timestamp, view: &PacketView<'_>) -> FrameInput {
         let fragment = view.ip.is_some_and(|ip| ip.fragment);
-        if let Some(seg) = Segment::from_view(frame.no, frame.ts, &view) {
+        if let Some(seg) = Segment::from_view(no, ts, view) {
             return FrameInput::Segment(seg);
         }
         if let Some(p) = view.partial_tcp.filter(|p| !p.ip.fragment) {
-            return FrameInput::Partial(Segment::from_partial(frame.no, frame.ts, &p));
+            return FrameInput::Partial(Segment::from_partial(no, ts, &p));
         }
         FrameInput::Other {
-            frame: frame.no,
-            ts: frame.ts,
+            frame: no,
+            ts,
             fragment,
             undecodable: view
                 .stop

@@ -10,8 +10,10 @@ pub mod events;
 pub mod flows;
 mod fmt;
 pub mod line;
+pub mod srt;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
 pub use flows::{write_flows_json, write_flows_table};
 pub use line::Line;
+pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};

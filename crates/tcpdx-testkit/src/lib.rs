@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+pub mod bulk;
 pub mod frame;
 pub mod pcap_writer;
 pub mod script;

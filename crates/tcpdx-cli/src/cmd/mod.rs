@@ -3,3 +3,4 @@
 pub mod diagnose;
 pub mod events;
 pub mod flows;
+pub mod srt;

@@ -9,15 +9,15 @@
 
 use std::io;
 
-use tcpdx_testkit::synth::{SynthConfig, write_synth};
+use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
 
 fn main() -> io::Result<()> {
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .map(|a| a.parse().expect("numbers"))
         .collect();
-    let d = SynthConfig::default();
-    let cfg = SynthConfig {
+    let d = BulkConfig::default();
+    let cfg = BulkConfig {
         packets: *args.first().unwrap_or(&d.packets),
         concurrent: args.get(1).map_or(d.concurrent, |&v| v as usize),
         per_conn: args.get(2).map_or(d.per_conn, |&v| v as u32),
@@ -25,5 +25,5 @@ fn main() -> io::Result<()> {
         mss: args.get(4).map_or(d.mss, |&v| v as u32),
         snaplen: args.get(5).map_or(d.snaplen, |&v| v as usize),
     };
-    write_synth(io::stdout().lock(), cfg)
+    write_bulk(io::stdout().lock(), cfg)
 }

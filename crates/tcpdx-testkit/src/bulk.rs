@@ -8,7 +8,7 @@ use crate::{ACK, FIN, FrameSpec, OptionsSpec, PSH, SYN};
 
 /// What to generate.
 #[derive(Clone, Copy, Debug)]
-pub struct SynthConfig {
+pub struct BulkConfig {
     /// Frames in all.
     pub packets: u64,
     /// Interleaved connections at any time.
@@ -23,7 +23,7 @@ pub struct SynthConfig {
     pub snaplen: usize,
 }
 
-impl Default for SynthConfig {
+impl Default for BulkConfig {
     fn default() -> Self {
         Self {
             packets: 1_000_000,
@@ -114,7 +114,7 @@ fn at(isn: u32, segments: u32, mss: u32) -> u32 {
 /// connection sends `per_conn` data segments (an ACK every second segment, one loss repaired
 /// by fast retransmission every 1000 segments), closes with FINs, and a new connection on the
 /// next port (wrapping to 1024 after 65535) replaces it.
-pub fn write_synth<W: Write>(w: W, cfg: SynthConfig) -> io::Result<()> {
+pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
     let total = cfg.packets;
     let concurrent = cfg.concurrent.max(1);
     let per_conn = cfg.per_conn;

@@ -1,0 +1,581 @@
+//! PDU boundaries in one direction's byte stream, for length-prefixed protocols.
+//!
+//! A [`Framer`] reads a PDU's head, asks the protocol ([`PduHandler`]) for the PDU's total
+//! length and how many leading bytes it needs, keeps only those (bounded), skips the rest
+//! and hands each complete PDU to the handler. Small PDUs wholly inside one delivered chunk
+//! are handed over without copying.
+//!
+//! Gaps ([`ByteSink::gap`]): a gap inside a PDU's body only damages that PDU (its length is
+//! known, so the next boundary is too); a gap that covers a head or runs past the end of
+//! the PDU loses the framing. The framer then scans the following bytes for a position
+//! where [`PduHandler::plausible`] accepts a PDU start, and carries on from there.
+
+use crate::reassembly::{At, ByteSink};
+
+/// The protocol side of a [`Framer`].
+pub trait PduHandler {
+    /// Bytes needed to know a PDU's length.
+    fn head_len(&self) -> usize;
+    /// Total length (head included) of the PDU starting with `head` (exactly `head_len`
+    /// bytes), or `None` if these bytes cannot start a PDU.
+    fn pdu_len(&mut self, head: &[u8]) -> Option<u64>;
+    /// How many leading bytes of this PDU the handler needs (clamped to `head_len..=total`).
+    fn keep_len(&self, head: &[u8], total: u64) -> usize;
+    /// Bytes [`PduHandler::plausible`] needs.
+    fn probe_len(&self) -> usize;
+    /// True if a PDU plausibly starts at `bytes[0]` (`bytes.len() >= probe_len()`); used
+    /// to find the framing again after a gap, so stricter than `pdu_len`.
+    fn plausible(&self, bytes: &[u8]) -> bool;
+    /// One complete PDU.
+    fn pdu(&mut self, pdu: &Pdu<'_>);
+    /// The framing was lost at `at` (bytes that cannot start a PDU, or a gap over a head).
+    fn lost(&mut self, _at: At) {}
+}
+
+/// A complete PDU as the framer hands it over.
+#[derive(Clone, Copy, Debug)]
+pub struct Pdu<'a> {
+    /// Its leading bytes (at most the keep length; shorter if a gap fell inside them).
+    pub head: &'a [u8],
+    /// Total length.
+    pub len: u64,
+    /// A gap fell inside the PDU.
+    pub damaged: bool,
+    /// Where its first byte became available.
+    pub first: At,
+    /// Where its last byte became available (Wireshark dissects the PDU at this frame).
+    pub last: At,
+    /// Some of its bytes did not arrive in order (see [`ByteSink::data`]).
+    pub repaired: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// At a PDU boundary (or inside a head being collected into `buf`).
+    Head { first: Option<At> },
+    /// Inside a PDU: `done` bytes of `total` consumed, the first `keep` are kept in `buf`.
+    Body {
+        total: u64,
+        done: u64,
+        keep: usize,
+        damaged: bool,
+        first: At,
+        repaired: bool,
+    },
+    /// Framing lost: scanning for a plausible PDU start; `buf` holds a short carry.
+    Lost,
+}
+
+/// Counters of one framer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FramerStats {
+    /// PDUs handed over.
+    pub pdus: u64,
+    /// PDUs with a gap inside.
+    pub damaged: u64,
+    /// Times the framing was lost.
+    pub lost: u64,
+    /// Times it was found again.
+    pub resynced: u64,
+    /// Bytes skipped while the framing was lost.
+    pub skipped_bytes: u64,
+}
+
+/// Splits one direction's bytes into PDUs. See the module doc.
+#[derive(Debug)]
+pub struct Framer {
+    state: State,
+    buf: Vec<u8>,
+    stats: FramerStats,
+    /// The chunk being fed arrived out of order.
+    input_repaired: bool,
+    /// The head being collected (state `Head`) saw out-of-order bytes.
+    head_repaired: bool,
+}
+
+impl Framer {
+    /// A framer at a PDU boundary (`synced`, e.g. after a SYN) or looking for one.
+    pub fn new(synced: bool) -> Self {
+        Self {
+            state: if synced {
+                State::Head { first: None }
+            } else {
+                State::Lost
+            },
+            buf: Vec::new(),
+            stats: FramerStats::default(),
+            input_repaired: false,
+            head_repaired: false,
+        }
+    }
+
+    /// Marks the chunks fed from now on as delivered out of order (or not).
+    pub fn set_repaired(&mut self, repaired: bool) {
+        self.input_repaired = repaired;
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> FramerStats {
+        self.stats
+    }
+
+    /// True while the framing is lost.
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state, State::Lost)
+    }
+
+    /// Feeds the next bytes of the stream.
+    pub fn data<H: PduHandler>(&mut self, bytes: &[u8], at: At, h: &mut H) {
+        let mut p = 0;
+        while p < bytes.len() {
+            p += match self.state {
+                State::Head { first } => self.head(&bytes[p..], first.unwrap_or(at), at, h),
+                State::Body { .. } => self.body(&bytes[p..], at, h),
+                State::Lost => self.scan(&bytes[p..], at, h),
+            };
+        }
+    }
+
+    /// The next `len` bytes of the stream are missing.
+    pub fn gap<H: PduHandler>(&mut self, len: u64, at: At, h: &mut H) {
+        match self.state {
+            State::Head { .. } => self.lose(at, h),
+            State::Body {
+                total,
+                done,
+                keep,
+                first,
+                repaired,
+                ..
+            } => {
+                let remaining = total - done;
+                // Bytes after the hole are not contiguous with the kept ones: stop keeping.
+                let keep = keep.min(self.buf.len());
+                if len < remaining {
+                    self.state = State::Body {
+                        total,
+                        done: done + len,
+                        keep,
+                        damaged: true,
+                        first,
+                        repaired,
+                    };
+                } else {
+                    self.finish_pdu(total, true, first, at, repaired, h);
+                    if len > remaining {
+                        self.lose(at, h);
+                    }
+                }
+            }
+            State::Lost => {
+                self.buf.clear();
+                self.stats.skipped_bytes += len;
+            }
+        }
+    }
+
+    fn lose<H: PduHandler>(&mut self, at: At, h: &mut H) {
+        self.buf.clear();
+        self.state = State::Lost;
+        self.stats.lost += 1;
+        h.lost(at);
+    }
+
+    /// At a boundary or inside a head: returns the bytes consumed.
+    fn head<H: PduHandler>(&mut self, bytes: &[u8], first: At, at: At, h: &mut H) -> usize {
+        let hl = h.head_len().max(1);
+        if self.buf.is_empty() && bytes.len() >= hl {
+            // Fast path: the head is here; maybe the whole PDU too.
+            let Some(total) = h.pdu_len(&bytes[..hl]).filter(|&t| t >= hl as u64) else {
+                self.lose(at, h);
+                self.stats.skipped_bytes += 1;
+                return 1; // scan from the next byte
+            };
+            let keep = clamp_keep(h.keep_len(&bytes[..hl], total), hl, total);
+            if total <= bytes.len() as u64 {
+                let pdu = Pdu {
+                    head: &bytes[..keep],
+                    len: total,
+                    damaged: false,
+                    first: at,
+                    last: at,
+                    repaired: self.input_repaired,
+                };
+                self.stats.pdus += 1;
+                h.pdu(&pdu);
+                return total as usize;
+            }
+            self.state = State::Body {
+                total,
+                done: 0,
+                keep,
+                damaged: false,
+                first: at,
+                repaired: self.input_repaired,
+            };
+            return 0;
+        }
+        let need = hl - self.buf.len();
+        let n = need.min(bytes.len());
+        if self.buf.is_empty() {
+            self.head_repaired = false;
+        }
+        self.head_repaired |= self.input_repaired;
+        self.buf.extend_from_slice(&bytes[..n]);
+        if self.buf.len() < hl {
+            self.state = State::Head { first: Some(first) };
+            return n;
+        }
+        let head = std::mem::take(&mut self.buf);
+        match h.pdu_len(&head).filter(|&t| t >= hl as u64) {
+            None => {
+                self.lose(at, h);
+                // Rescan the collected head from its second byte.
+                self.stats.skipped_bytes += 1;
+                let rest = head[1..].to_vec();
+                self.data(&rest, at, h);
+            }
+            Some(total) => {
+                let keep = clamp_keep(h.keep_len(&head, total), hl, total);
+                self.buf = head;
+                let repaired = self.head_repaired;
+                self.state = State::Body {
+                    total,
+                    done: hl as u64,
+                    keep,
+                    damaged: false,
+                    first,
+                    repaired,
+                };
+                if total == hl as u64 {
+                    self.finish_pdu(total, false, first, at, repaired, h);
+                }
+            }
+        }
+        n
+    }
+
+    /// Inside a PDU body: returns the bytes consumed.
+    fn body<H: PduHandler>(&mut self, bytes: &[u8], at: At, h: &mut H) -> usize {
+        let State::Body {
+            total,
+            done,
+            keep,
+            damaged,
+            first,
+            repaired,
+        } = self.state
+        else {
+            return 0;
+        };
+        let repaired = repaired || self.input_repaired;
+        let n = (total - done).min(bytes.len() as u64) as usize;
+        if (done as usize) < keep && self.buf.len() == done as usize {
+            let k = (keep - done as usize).min(n);
+            self.buf.extend_from_slice(&bytes[..k]);
+        }
+        let done = done + n as u64;
+        if done == total {
+            self.finish_pdu(total, damaged, first, at, repaired, h);
+        } else {
+            self.state = State::Body {
+                total,
+                done,
+                keep,
+                damaged,
+                first,
+                repaired,
+            };
+        }
+        n
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_pdu<H: PduHandler>(
+        &mut self,
+        total: u64,
+        damaged: bool,
+        first: At,
+        at: At,
+        repaired: bool,
+        h: &mut H,
+    ) {
+        let pdu = Pdu {
+            head: &self.buf,
+            len: total,
+            damaged,
+            first,
+            last: at,
+            repaired,
+        };
+        self.stats.pdus += 1;
+        if damaged {
+            self.stats.damaged += 1;
+        }
+        h.pdu(&pdu);
+        self.buf.clear();
+        self.state = State::Head { first: None };
+    }
+
+    /// Framing lost: looks for a plausible PDU start; returns the bytes consumed.
+    fn scan<H: PduHandler>(&mut self, bytes: &[u8], at: At, h: &mut H) -> usize {
+        let probe = h.probe_len().max(1);
+        if !self.buf.is_empty() {
+            // Positions starting inside the carry.
+            let mut window = std::mem::take(&mut self.buf);
+            let carried = window.len();
+            window.extend_from_slice(&bytes[..bytes.len().min(probe)]);
+            for i in 0..carried {
+                if window.len() - i < probe {
+                    // Not enough bytes yet to judge this position (all of `bytes` is in
+                    // the window): keep carrying.
+                    self.stats.skipped_bytes += i as u64;
+                    self.buf = window[i..].to_vec();
+                    return bytes.len();
+                }
+                if h.plausible(&window[i..]) {
+                    self.stats.resynced += 1;
+                    self.stats.skipped_bytes += i as u64;
+                    self.state = State::Head { first: None };
+                    let from_carry = window[i..carried].to_vec();
+                    self.data(&from_carry, at, h);
+                    return 0;
+                }
+            }
+            self.stats.skipped_bytes += carried as u64;
+        }
+        for i in 0..bytes.len() {
+            if bytes.len() - i < probe {
+                self.stats.skipped_bytes += i as u64;
+                self.buf = bytes[i..].to_vec();
+                return bytes.len();
+            }
+            if h.plausible(&bytes[i..]) {
+                self.stats.resynced += 1;
+                self.stats.skipped_bytes += i as u64;
+                self.state = State::Head { first: None };
+                return i;
+            }
+        }
+        self.stats.skipped_bytes += bytes.len() as u64;
+        bytes.len()
+    }
+}
+
+fn clamp_keep(keep: usize, head_len: usize, total: u64) -> usize {
+    keep.max(head_len)
+        .min(usize::try_from(total).unwrap_or(usize::MAX))
+}
+
+/// A framer and its handler together, as a [`ByteSink`].
+pub struct Framed<'a, H> {
+    /// The framer.
+    pub framer: &'a mut Framer,
+    /// The handler.
+    pub handler: &'a mut H,
+}
+
+impl<H: PduHandler> ByteSink for Framed<'_, H> {
+    fn data(&mut self, bytes: &[u8], at: At, repaired: bool) {
+        self.framer.set_repaired(repaired);
+        self.framer.data(bytes, at, self.handler);
+        self.framer.set_repaired(false);
+    }
+    fn gap(&mut self, len: u64, at: At) {
+        self.framer.gap(len, at, self.handler);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcpdx_wire::{FrameNo, Timestamp};
+
+    /// Toy protocol: 0xAB, length (u16 BE, total incl. 3-byte head), payload.
+    #[derive(Default)]
+    struct Toy {
+        pdus: Vec<(Vec<u8>, u64, bool, u64, u64)>,
+        lost: usize,
+        keep: usize,
+    }
+    impl PduHandler for Toy {
+        fn head_len(&self) -> usize {
+            3
+        }
+        fn pdu_len(&mut self, head: &[u8]) -> Option<u64> {
+            (head[0] == 0xAB).then(|| u64::from(u16::from_be_bytes([head[1], head[2]])))
+        }
+        fn keep_len(&self, _head: &[u8], _total: u64) -> usize {
+            self.keep
+        }
+        fn probe_len(&self) -> usize {
+            4
+        }
+        fn plausible(&self, b: &[u8]) -> bool {
+            b[0] == 0xAB && b[1] == 0 && b[3] == 0xCD
+        }
+        fn pdu(&mut self, p: &Pdu<'_>) {
+            self.pdus.push((
+                p.head.to_vec(),
+                p.len,
+                p.damaged,
+                p.first.frame.0,
+                p.last.frame.0,
+            ));
+        }
+        fn lost(&mut self, _at: At) {
+            self.lost += 1;
+        }
+    }
+
+    fn at(n: u64) -> At {
+        At {
+            frame: FrameNo(n),
+            ts: Timestamp(n as i64),
+        }
+    }
+
+    fn toy_pdu(len: u16, fill: u8) -> Vec<u8> {
+        let mut v = vec![0xAB, (len >> 8) as u8, len as u8];
+        v.push(0xCD);
+        v.extend(std::iter::repeat_n(fill, usize::from(len) - 4));
+        v
+    }
+
+    fn toy_stream() -> Vec<u8> {
+        let mut s = Vec::new();
+        for (i, len) in [4u16, 40, 9, 300, 5].iter().enumerate() {
+            s.extend(toy_pdu(*len, i as u8));
+        }
+        s
+    }
+
+    #[test]
+    fn split_at_every_boundary_gives_the_same_pdus() {
+        let s = toy_stream();
+        let mut whole = Toy {
+            keep: 8,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(true);
+        f.data(&s, at(1), &mut whole);
+        assert_eq!(whole.pdus.len(), 5);
+        assert_eq!(
+            whole.pdus.iter().map(|p| p.1).collect::<Vec<_>>(),
+            [4, 40, 9, 300, 5]
+        );
+        for a in 0..=s.len() {
+            for b in a..=s.len() {
+                let mut t = Toy {
+                    keep: 8,
+                    ..Toy::default()
+                };
+                let mut f = Framer::new(true);
+                f.data(&s[..a], at(1), &mut t);
+                f.data(&s[a..b], at(2), &mut t);
+                f.data(&s[b..], at(3), &mut t);
+                let got: Vec<_> = t.pdus.iter().map(|p| (&p.0, p.1, p.2)).collect();
+                let want: Vec<_> = whole.pdus.iter().map(|p| (&p.0, p.1, p.2)).collect();
+                assert_eq!(got, want, "split at {a},{b}");
+            }
+        }
+    }
+
+    #[test]
+    fn pdu_is_dated_by_its_first_and_last_chunk() {
+        let s = toy_pdu(100, 1);
+        let mut t = Toy {
+            keep: 3,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(true);
+        f.data(&s[..2], at(5), &mut t);
+        f.data(&s[2..50], at(6), &mut t);
+        f.data(&s[50..], at(7), &mut t);
+        assert_eq!(t.pdus, vec![(s[..3].to_vec(), 100, false, 5, 7)]);
+    }
+
+    #[test]
+    fn gap_inside_a_body_damages_only_that_pdu() {
+        let a = toy_pdu(100, 1);
+        let b = toy_pdu(10, 2);
+        let mut t = Toy {
+            keep: 6,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(true);
+        f.data(&a[..20], at(1), &mut t);
+        f.gap(30, at(2), &mut t);
+        f.data(&a[50..], at(3), &mut t);
+        f.data(&b, at(4), &mut t);
+        assert_eq!(t.pdus.len(), 2);
+        assert!(t.pdus[0].2);
+        assert_eq!(t.pdus[0].0, a[..6].to_vec());
+        assert!(!t.pdus[1].2);
+        assert_eq!(t.lost, 0);
+    }
+
+    #[test]
+    fn gap_over_a_head_resynchronises() {
+        let a = toy_pdu(10, 1);
+        let b = toy_pdu(20, 2);
+        let c = toy_pdu(30, 3);
+        let mut t = Toy {
+            keep: 4,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(true);
+        f.data(&a, at(1), &mut t);
+        f.gap(12, at(2), &mut t); // b's head and part of its body
+        f.data(&b[12..], at(3), &mut t);
+        f.data(&c[..2], at(3), &mut t); // c's head split: the probe needs the carry
+        f.data(&c[2..], at(4), &mut t);
+        assert_eq!(t.lost, 1);
+        assert_eq!(t.pdus.len(), 2);
+        assert_eq!(t.pdus[1].1, 30);
+        assert_eq!(f.stats().resynced, 1);
+    }
+
+    #[test]
+    fn garbage_is_skipped_until_a_plausible_start() {
+        let mut s = vec![1, 2, 3, 0xAB, 0, 0];
+        s.extend(toy_pdu(12, 9));
+        let mut t = Toy {
+            keep: 4,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(false);
+        f.data(&s, at(1), &mut t);
+        assert_eq!(t.pdus.len(), 1);
+        assert_eq!(t.pdus[0].1, 12);
+    }
+
+    #[test]
+    fn any_bytes_never_panic() {
+        // A small deterministic pseudo-random stream, in odd-sized chunks with gaps.
+        let mut x: u32 = 12345;
+        let mut t = Toy {
+            keep: 16,
+            ..Toy::default()
+        };
+        let mut f = Framer::new(true);
+        for i in 0..2000u64 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let n = (x >> 16) as usize % 37;
+            let chunk: Vec<u8> = (0..n)
+                .map(|j| {
+                    if (x >> (j % 24)) & 3 == 0 {
+                        0xAB
+                    } else {
+                        (x >> 8) as u8 ^ j as u8
+                    }
+                })
+                .collect();
+            if i % 97 == 0 {
+                f.gap(u64::from(x % 50), at(i), &mut t);
+            }
+            f.data(&chunk, at(i), &mut t);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! [`Tracker`]: the core's events in, storage transactions out.
+//!
+//! It implements [`EventSink`]: each segment row (with its payload) of a connection whose
+//! port maps to a storage protocol is reassembled per direction and parsed. Calling order:
+//! feed every frame to the core's `Analyzer` with the tracker as (part of) its sink, then
+//! call [`Tracker::finish`] once.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rustc_hash::FxHashMap;
+use tcpdx_core::{Dir, EventSink, SegmentAnalysis, SegmentDetail, StreamId};
+use tcpdx_wire::TcpFlags;
+
+use crate::framer::{Framed, Framer};
+use crate::iscsi::{IscsiConn, IscsiDir};
+use crate::reassembly::{At, ByteSink, Reassembler, ReassemblyStats};
+use crate::rpc::{RpcConn, RpcDir};
+use crate::smb2::{Smb2Conn, Smb2Dir};
+use crate::transaction::StorageSink;
+
+/// Which parser reads a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decoder {
+    /// ONC RPC (NFS, and MOUNT/NLM/portmap which are matched but not reported).
+    Rpc,
+    /// SMB2/3 over NetBIOS session framing.
+    Smb2,
+    /// iSCSI.
+    Iscsi,
+}
+
+impl FromStr for Decoder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "nfs" | "rpc" => Ok(Decoder::Rpc),
+            "smb2" | "smb3" | "smb" | "cifs" => Ok(Decoder::Smb2),
+            "iscsi" => Ok(Decoder::Iscsi),
+            other => Err(format!(
+                "unknown protocol {other:?} (expected nfs, smb2 or iscsi)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Decoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Decoder::Rpc => "nfs",
+            Decoder::Smb2 => "smb2",
+            Decoder::Iscsi => "iscsi",
+        })
+    }
+}
+
+/// `--decode-as PORT=PROTO`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeAs {
+    /// TCP port (either end).
+    pub port: u16,
+    /// Parser.
+    pub decoder: Decoder,
+}
+
+impl FromStr for DecodeAs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (port, proto) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected PORT=PROTO, got {s:?}"))?;
+        let port = port
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad port {port:?} in {s:?}"))?;
+        Ok(DecodeAs {
+            port,
+            decoder: proto.trim().parse()?,
+        })
+    }
+}
+
+/// Configuration of the storage layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StorageConfig {
+    /// Server ports and their parsers (`--decode-as` entries go first and win).
+    pub ports: Vec<DecodeAs>,
+    /// Out-of-order bytes buffered per direction before a hole is given up.
+    pub reassembly_cap: usize,
+    /// Unanswered requests remembered per connection.
+    pub max_outstanding: usize,
+}
+
+/// Default server ports: NFS 2049, SMB 445 (direct) and 139 (NetBIOS), iSCSI 3260.
+pub const DEFAULT_PORTS: &[DecodeAs] = &[
+    DecodeAs {
+        port: 2049,
+        decoder: Decoder::Rpc,
+    },
+    DecodeAs {
+        port: 445,
+        decoder: Decoder::Smb2,
+    },
+    DecodeAs {
+        port: 139,
+        decoder: Decoder::Smb2,
+    },
+    DecodeAs {
+        port: 3260,
+        decoder: Decoder::Iscsi,
+    },
+];
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            ports: DEFAULT_PORTS.to_vec(),
+            reassembly_cap: 4 << 20,
+            max_outstanding: 65_536,
+        }
+    }
+}
+
+impl StorageConfig {
+    /// Adds `--decode-as` entries in front of the defaults.
+    pub fn with_decode_as(mut self, extra: &[DecodeAs]) -> Self {
+        let mut ports = extra.to_vec();
+        ports.append(&mut self.ports);
+        self.ports = ports;
+        self
+    }
+
+    /// The parser for a connection between these ports: the destination port of a
+    /// client-to-server segment is tried first.
+    fn decoder(&self, a: &SegmentAnalysis) -> Option<Decoder> {
+        let (server, client) = match a.dir {
+            Dir::ClientToServer => (a.dport, a.sport),
+            Dir::ServerToClient => (a.sport, a.dport),
+        };
+        let find = |p: u16| self.ports.iter().find(|d| d.port == p).map(|d| d.decoder);
+        find(server).or_else(|| find(client))
+    }
+}
+
+/// Protocol state of one connection.
+#[derive(Debug)]
+enum State {
+    Rpc(RpcConn),
+    Smb2(Smb2Conn),
+    Iscsi(IscsiConn),
+}
+
+#[derive(Debug)]
+struct Conn {
+    reasm: [Reassembler; 2],
+    framers: [Framer; 2],
+    data_seen: [bool; 2],
+    state: State,
+    finished: bool,
+}
+
+/// Counters over all connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TrackerStats {
+    /// Connections parsed.
+    pub connections: u64,
+    /// Reassembly counters summed.
+    pub reassembly: ReassemblyStats,
+}
+
+/// Storage transactions from the core's segment events. See the module doc.
+pub struct Tracker<S> {
+    cfg: StorageConfig,
+    conns: FxHashMap<StreamId, Conn>,
+    /// Streams already judged not to be storage.
+    skip: rustc_hash::FxHashSet<StreamId>,
+    started: bool,
+    last_ts: Option<tcpdx_wire::Timestamp>,
+    sink: S,
+}
+
+impl<S: StorageSink> Tracker<S> {
+    /// A tracker pushing into `sink`.
+    pub fn new(cfg: StorageConfig, sink: S) -> Self {
+        Self {
+            cfg,
+            conns: FxHashMap::default(),
+            skip: Default::default(),
+            started: false,
+            last_ts: None,
+            sink,
+        }
+    }
+
+    /// The sink.
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+
+    /// The sink, mutably.
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
+    /// Consumes the tracker, returning its sink (call [`Tracker::finish`] first).
+    pub fn into_sink(self) -> S {
+        self.sink
+    }
+
+    /// Time of the last TCP segment seen.
+    pub fn last_ts(&self) -> Option<tcpdx_wire::Timestamp> {
+        self.last_ts
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> TrackerStats {
+        let mut s = TrackerStats {
+            connections: self.conns.len() as u64,
+            ..TrackerStats::default()
+        };
+        for c in self.conns.values() {
+            for r in &c.reasm {
+                let r = r.stats();
+                s.reassembly.delivered_bytes += r.delivered_bytes;
+                s.reassembly.gaps += r.gaps;
+                s.reassembly.gap_bytes += r.gap_bytes;
+                s.reassembly.cap_hits += r.cap_hits;
+            }
+        }
+        s
+    }
+
+    /// End of input: delivers buffered bytes, reports unanswered requests.
+    pub fn finish(&mut self) {
+        let mut streams: Vec<StreamId> = self.conns.keys().copied().collect();
+        streams.sort_unstable();
+        for stream in streams {
+            let Some(conn) = self.conns.get_mut(&stream) else {
+                continue;
+            };
+            if conn.finished {
+                continue;
+            }
+            conn.finished = true;
+            for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+                with_bytes(conn, dir, stream, &mut self.sink, |r, out| r.finish(out));
+            }
+            match &mut conn.state {
+                State::Rpc(c) => c.finish(stream, &mut self.sink),
+                State::Smb2(c) => c.finish(stream, &mut self.sink),
+                State::Iscsi(c) => c.finish(stream, &mut self.sink),
+            }
+        }
+    }
+
+    /// Opens the connection's state if its port maps to a parser; false if not storage.
+    fn open(&mut self, a: &SegmentAnalysis) -> bool {
+        if self.skip.contains(&a.stream) {
+            return false;
+        }
+        if !self.conns.contains_key(&a.stream) {
+            let Some(decoder) = self.cfg.decoder(a) else {
+                self.skip.insert(a.stream);
+                return false;
+            };
+            let state = match decoder {
+                Decoder::Rpc => State::Rpc(RpcConn::new(self.cfg.max_outstanding)),
+                Decoder::Smb2 => State::Smb2(Smb2Conn::new(self.cfg.max_outstanding)),
+                Decoder::Iscsi => State::Iscsi(IscsiConn::new(self.cfg.max_outstanding)),
+            };
+            let cap = self.cfg.reassembly_cap;
+            self.conns.insert(
+                a.stream,
+                Conn {
+                    reasm: [Reassembler::new(cap), Reassembler::new(cap)],
+                    framers: [Framer::new(false), Framer::new(false)],
+                    data_seen: [false; 2],
+                    state,
+                    finished: false,
+                },
+            );
+        }
+        true
+    }
+}
+
+/// Runs `f` with `dir`'s reassembler and a byte sink feeding that direction's parser.
+fn with_bytes<S: StorageSink>(
+    conn: &mut Conn,
+    dir: Dir,
+    stream: StreamId,
+    sink: &mut S,
+    f: impl FnOnce(&mut Reassembler, &mut dyn ByteSink),
+) {
+    let i = dir.idx();
+    let Conn {
+        reasm,
+        framers,
+        state,
+        ..
+    } = conn;
+    // One arm per protocol: the handler types differ, the plumbing does not.
+    macro_rules! run {
+        ($handler:ident, $c:expr) => {{
+            let mut h = $handler {
+                conn: $c,
+                dir,
+                stream,
+                sink,
+            };
+            f(
+                &mut reasm[i],
+                &mut Framed {
+                    framer: &mut framers[i],
+                    handler: &mut h,
+                },
+            );
+        }};
+    }
+    match state {
+        State::Rpc(c) => run!(RpcDir, c),
+        State::Smb2(c) => run!(Smb2Dir, c),
+        State::Iscsi(c) => run!(IscsiDir, c),
+    }
+}
+
+impl<S: StorageSink> EventSink for Tracker<S> {
+    fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
+        if !self.started {
+            self.started = true;
+            self.sink
+                .start(tcpdx_wire::Timestamp(a.ts.0 - a.rel_time_ns));
+        }
+        self.last_ts = Some(a.ts);
+        let stream = a.stream;
+        let flags = TcpFlags(a.tcp_flags);
+        if !self.open(a) {
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&stream) else {
+            return;
+        };
+        let i = a.dir.idx();
+        if flags.syn() && !conn.data_seen[i] {
+            conn.reasm[i].syn(a.seq);
+            conn.framers[i] = Framer::new(true);
+        }
+        if flags.ack() {
+            let rev = a.dir.rev();
+            with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
+                r.peer_acked(a.ack, out)
+            });
+        }
+    }
+
+    fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
+        let stream = a.stream;
+        if !self.open(a) {
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&stream) else {
+            return;
+        };
+        conn.data_seen[a.dir.idx()] = true;
+        let at = At {
+            frame: a.frame,
+            ts: a.ts,
+        };
+        with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
+            r.segment(a.seq, a.len, payload, at, out)
+        });
+    }
+}
