@@ -141,7 +141,12 @@ impl Analyzer {
                     self.new_connection(key, seg)
                 } else {
                     if syn && differs {
-                        self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
+                        // New relative numbering for the sender (and for the peer's ACKs
+                        // of it): unwrapping must not continue from the old numbering.
+                        let halves = &mut self.conns[slot].halves;
+                        halves[dir.idx()].base_seq = seg.seq;
+                        halves[dir.idx()].rel_seq_hint = 0;
+                        halves[dir.rev().idx()].rel_ack_hint = 0;
                     }
                     slot
                 }
