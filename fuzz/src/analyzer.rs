@@ -101,7 +101,10 @@ impl Config {
         c.sweep_every_frames = 1 + u64::from(self.sweep_every);
         c.expire_closed_ns = 5_000_000;
         c.expire_idle_ns = 50_000_000;
-        // MAX_FLOWS_HOOK
+        if self.max_flows != 0xff {
+            c.max_flows = 1 + usize::from(self.max_flows % 8);
+            c.max_evicted_remembered = usize::from(self.max_flows / 8 % 4);
+        }
         c
     }
 }
@@ -219,11 +222,22 @@ impl EventSink for Rows {
 struct Model {
     /// Raw sequence number and position of the last row.
     last: (u32, i64),
-    /// Highest end sent (`next_seq` of the analysis), once known.
-    next: Option<i64>,
+    /// Highest end sent (`next_seq` of the analysis).
+    next: Next,
     /// Lowest start and highest end of everything sent; None once they stop being comparable
     /// with the analyzer's 32-bit relative numbers (base changed, or went below it).
     span: Option<(i64, i64)>,
+}
+
+/// The model's idea of the analysis' `next_seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Nothing sent yet (the analyzer's 0).
+    Unset,
+    /// At this position.
+    At(i64),
+    /// Not comparable any more (32-bit ambiguity, or numbering restarted).
+    Unknown,
 }
 
 const RESENT: u16 = F::RETRANSMISSION
@@ -250,11 +264,16 @@ pub fn run(data: &[u8]) {
             break;
         };
         let seg = sender.segment(&op);
-        let capped_before = analyzer.stats().capped_segments;
+        let before = analyzer.stats().clone();
         analyzer.handle_segment(&seg, &mut rows);
-        let capped = analyzer.stats().capped_segments > capped_before;
+        let capped = analyzer.stats().capped_segments > before.capped_segments;
+        let resumed = analyzer.stats().resumed_flows > before.resumed_flows;
         assert_eq!(rows.0.len(), 1, "one row per segment");
         let row = rows.0.remove(0);
+        if resumed && let Some(m) = models.get_mut(&(row.stream.0, row.dir)) {
+            // Resumed after eviction: numbering kept, analysis state (next_seq) restarted.
+            m.next = Next::Unset;
+        }
         check(&mut models, &seg, &row, capped);
     }
     analyzer.handle_end(&mut rows);
@@ -278,12 +297,12 @@ fn check(
             let pos = row.seq as i64;
             let m = Model {
                 last: (seg.seq.0, pos),
-                next: None,
+                next: if reused { Next::Unknown } else { Next::Unset },
                 span: (!reused).then_some((pos, pos)),
             };
             models.insert(key, m);
             let m = models.get_mut(&key).expect("just inserted");
-            advance(m, seg, row, pos, capped, None);
+            advance(m, seg, row, pos, capped);
             return;
         }
     };
@@ -292,7 +311,7 @@ fn check(
         // Before the base: the analyzer falls back to the 32-bit value and its numbering
         // restarts from there; so does the model.
         model.last = (seg.seq.0, row.seq as i64);
-        model.next = None;
+        model.next = Next::Unknown;
         model.span = None;
         return;
     }
@@ -300,7 +319,7 @@ fn check(
     let plain_data = row.len > 0 && row.tcp_flags & (TcpFlags::SYN | TcpFlags::RST) == 0;
     if plain_data
         && !flags.any(RESENT)
-        && let Some(next) = model.next
+        && let Next::At(next) = model.next
         && (pos - next).abs() < HALF - 1
         && raw_at(model, next) != 0
     {
@@ -309,8 +328,7 @@ fn check(
             "unflagged data goes back: seq {pos}, highest sent {next}: {row:?}"
         );
     }
-    let before = model.next;
-    advance(model, seg, row, pos, capped, before);
+    advance(model, seg, row, pos, capped);
 }
 
 /// Raw sequence number at position `p` of the model.
@@ -319,27 +337,21 @@ fn raw_at(m: &Model, p: i64) -> u32 {
 }
 
 /// Records the row in the model and checks bytes in flight.
-fn advance(
-    m: &mut Model,
-    seg: &Segment,
-    row: &SegmentAnalysis,
-    pos: i64,
-    capped: bool,
-    before: Option<i64>,
-) {
+fn advance(m: &mut Model, seg: &Segment, row: &SegmentAnalysis, pos: i64, capped: bool) {
     let syn_fin = seg.flags.syn() || seg.flags.fin();
     let space = i64::from(seg.len) + i64::from(syn_fin && !capped);
     let end = pos + space;
     let probe = row.flags.has(F::ZERO_WINDOW_PROBE);
     let plain_rst = seg.flags.rst() && !syn_fin;
-    let unset = before.is_none_or(|n| raw_at(m, n) == 0);
     if !probe && !plain_rst {
-        match before {
-            _ if unset => m.next = Some(end),
-            Some(n) if (end - n).abs() >= HALF - 1 => m.next = None,
-            Some(n) if end > n => m.next = Some(end),
-            _ => {}
-        }
+        m.next = match m.next {
+            // The analyzer's 0 means "unset" even when data really ended there.
+            Next::Unset => Next::At(end),
+            Next::At(n) if raw_at(m, n) == 0 => Next::At(end),
+            Next::At(n) if (end - n).abs() >= HALF - 1 => Next::Unknown,
+            Next::At(n) => Next::At(n.max(end)),
+            Next::Unknown => Next::Unknown,
+        };
     }
     m.last = (seg.seq.0, pos);
     if seg.len > 0 || syn_fin {

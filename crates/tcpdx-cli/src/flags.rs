@@ -49,6 +49,11 @@ pub struct Common {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
+    /// Connections tracked at once; beyond it the least recently active one is evicted:
+    /// counted and summed in the output (not listed), and if it resumes it keeps its stream
+    /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
 }
 
 /// `tcpdx events` options.
@@ -92,6 +97,11 @@ pub struct DiagnoseArgs {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
+    /// Connections tracked at once; beyond it the least recently active one is evicted:
+    /// counted and summed in the output (not listed), and if it resumes it keeps its stream
+    /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
     /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
     #[arg(long)]
     pub json: bool,
@@ -109,6 +119,7 @@ impl DiagnoseArgs {
             no_progress: self.no_progress,
             streams: self.streams.clone(),
             ports: self.ports.clone(),
+            max_flows: self.max_flows,
         }
     }
 }

@@ -202,8 +202,12 @@ pub trait EventSink {
     fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
         self.segment(a);
     }
-    /// A connection's summary, once at the end of input (or on expiry).
+    /// A connection's summary, once at the end of input.
     fn flow(&mut self, _f: &FlowSummary) {}
+    /// The summary so far of a connection evicted because `max_flows` connections were
+    /// tracked at once. If it resumes, its later part comes as a [`EventSink::flow`] with
+    /// the same stream index.
+    fn flow_evicted(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.
     fn warning(&mut self, _w: &Warning) {}
 }

@@ -15,7 +15,7 @@ pub mod segment;
 pub mod tcp;
 
 pub use analyzer::{Analyzer, InputStats};
-pub use config::AnalyzerConfig;
+pub use config::{AnalyzerConfig, DEFAULT_MAX_FLOWS};
 pub use event::{AnalysisFlags, Event, EventSink, SegmentAnalysis, SegmentDetail, Warning};
 pub use flow::{Dir, Endpoint, FlowKey, StreamId};
 pub use segment::Segment;

@@ -12,4 +12,4 @@ mod fmt;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{EventsCsv, EventsJsonl};
-pub use flows::{write_flows_json, write_flows_table};
+pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
