@@ -56,7 +56,7 @@ pub struct Op {
     /// Microseconds since the previous segment (negative: time goes backwards).
     pub dt_us: i32,
     /// Options present: bit 0 MSS, 1 window scale, 2 SACK permitted, 3 timestamps,
-    /// bits 4-6 number of SACK blocks (at most 4).
+    /// bits 4-6 number of SACK blocks (at most 4), bit 7 SACK edges swapped (right < left).
     pub opts: u8,
     /// Window scale shift, when present.
     pub ws: u8,
@@ -181,7 +181,12 @@ impl Sender {
         let n = usize::from((op.opts >> 4) & 7).min(4);
         for (i, (l, len)) in op.sack.iter().take(n).enumerate() {
             let left = SeqNum(ack.wrapping_add(*l as u32));
-            options.sack[i] = (left, left.add(u32::from(*len)));
+            let right = left.add(u32::from(*len));
+            options.sack[i] = if op.opts & 0x80 != 0 {
+                (right, left)
+            } else {
+                (left, right)
+            };
         }
         options.sack_count = n as u8;
         let len = u32::from(op.len);
