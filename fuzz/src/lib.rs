@@ -3,6 +3,7 @@
 //! Each target in `fuzz_targets/` is one line calling a function here, so that the seed
 //! generator (`src/bin/make-seeds.rs`) and the harnesses share one definition of every input
 //! format. Adding a target for a new parser: see `fuzz/README.md`.
+#![forbid(unsafe_code)]
 
 pub mod analyzer;
 pub mod capture;

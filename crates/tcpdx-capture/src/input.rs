@@ -46,7 +46,10 @@ fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
     let mut prefix = vec![0; n];
     let mut got = 0;
     while got < n {
-        match r.read(&mut prefix[got..]) {
+        let Some(rest) = prefix.get_mut(got..) else {
+            break;
+        };
+        match r.read(rest) {
             Ok(0) => break,
             Ok(k) => got += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -7,7 +7,7 @@ use tcpdx_wire::{Frame, Timestamp, decode};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, EventSink, Warning};
-use crate::flow::{Evicted, EvictedFlows, FlowKey, FlowTable, Lookup, Lru};
+use crate::flow::{Dir, Evicted, EvictedFlows, FlowKey, FlowTable, Lookup, Lru};
 use crate::segment::Segment;
 use crate::tcp::Connection;
 
@@ -142,17 +142,28 @@ impl Analyzer {
         let slot = match self.table.lookup(&key) {
             Lookup::Missing => match self.evicted.take(&key) {
                 Some(e) => {
-                    let dir = if seg.src == e.client { 0 } else { 1 };
-                    let base = e.base.get(dir).copied().flatten();
-                    if syn && base.is_some_and(|b| b != seg.seq) {
-                        // Same rule as for a tracked connection (below).
+                    let dir = if seg.src == e.client {
+                        Dir::ClientToServer
+                    } else {
+                        Dir::ServerToClient
+                    };
+                    let differs = dir.of(&e.base).is_some_and(|b| b != seg.seq);
+                    // Same rules as for a tracked connection (below).
+                    if syn && differs {
                         initial.set(F::REUSED_PORTS);
                     }
-                    if syn && !ack && base.is_some_and(|b| b != seg.seq) {
+                    if syn && !ack && differs {
                         self.new_connection(key, seg, None, sink)
                     } else {
                         self.stats.resumed_flows += 1;
-                        self.new_connection(key, seg, Some(e), sink)
+                        let slot = self.new_connection(key, seg, Some(e), sink);
+                        if syn
+                            && differs
+                            && let Some(conn) = self.conns.get_mut(slot)
+                        {
+                            conn.restart_numbering(dir, seg.seq);
+                        }
+                        slot
                     }
                 }
                 None => self.new_connection(key, seg, None, sink),
@@ -162,7 +173,7 @@ impl Analyzer {
                     return (slot, initial);
                 };
                 let dir = conn.dir_of(&seg.src);
-                let fwd = &conn.halves[dir.idx()];
+                let fwd = dir.of(&conn.halves);
                 let differs = fwd.base_set && seg.seq != fwd.base_seq;
                 // Wireshark: a SYN with a new ISN on a known 4-tuple starts a new
                 // conversation; a SYN-ACK with a new ISN is flagged and restarts the

@@ -175,7 +175,8 @@ pub struct SegmentDetail {
 impl SegmentDetail {
     /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(u64, u64)] {
-        &self.sack[..usize::from(self.sack_count).min(MAX_SACK_BLOCKS)]
+        let n = usize::from(self.sack_count).min(MAX_SACK_BLOCKS);
+        self.sack.get(..n).unwrap_or_default()
     }
 }
 

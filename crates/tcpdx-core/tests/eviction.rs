@@ -150,3 +150,23 @@ fn memory_is_bounded_by_max_flows() {
     assert_eq!(a.stats().evicted_flows, 9_900);
     assert_eq!(s.rows.last().unwrap().stream.0, 9_999);
 }
+
+/// fuzz/analyzer crash 9d4e918d: a SYN-ACK with a new ISN on an evicted connection resumes
+/// it (same stream) but must restart the sender's relative numbering at 0, as on a tracked one.
+#[test]
+fn synack_with_new_isn_on_an_evicted_tuple_restarts_numbering() {
+    let mut a = Analyzer::new(cfg(1, 10));
+    let mut s = Sink::default();
+    open(&mut a, &mut s, 1, 40000);
+    // Server data far from its base, so that the kept hint is far from 0.
+    a.handle_segment(
+        &seg(5, 40000, false, 5001 + 3_000_000_000, 1101, ACK, 10),
+        &mut s,
+    );
+    open(&mut a, &mut s, 6, 40001);
+    a.handle_segment(&seg(10, 40000, false, 900_000, 1101, SYN_ACK, 0), &mut s);
+    let last = s.rows.last().unwrap();
+    assert_eq!(last.stream.0, 0, "resumed");
+    assert!(last.flags.to_string().contains("reused_ports"));
+    assert_eq!(last.seq, 0, "new ISN is relative 0");
+}

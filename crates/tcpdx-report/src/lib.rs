@@ -3,6 +3,7 @@
 //! capture -> wire -> core -> detect -> **report**. Each renderer writes to a caller-given
 //! `io::Write`; streaming renderers (`events`) implement `EventSink` so per-packet output
 //! never materialises in memory (ripgrep's printers-as-sinks).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod diagnose;

@@ -1,5 +1,6 @@
 //! Prints an `analyzer` fuzz input as the segments it sends and the rows the analyzer
 //! emits: `explain FILE` (to turn a crash into a readable regression test).
+#![forbid(unsafe_code)]
 
 use arbitrary::{Arbitrary, Unstructured};
 use tcpdx_core::{Analyzer, Event};

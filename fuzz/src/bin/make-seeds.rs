@@ -5,6 +5,7 @@
 //! harness), `OUT_DIR/wire/` (frames of every link type, a few per file) and
 //! `OUT_DIR/analyzer/` (the file's TCP segments re-expressed as the analyzer target's
 //! ops, first four connections). Seeds are named by content hash, so reruns add nothing new.
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -191,7 +191,7 @@ impl Connection {
         self.last_ts = seg.ts;
         self.last_frame = seg.frame;
         if flags.fin() {
-            self.fin[dir.idx()] = true;
+            *dir.of_mut(&mut self.fin) = true;
         }
         if flags.rst() {
             self.rst = true;
@@ -234,12 +234,14 @@ impl Connection {
             ..SegmentDetail::default()
         };
         if o.sack_count > 0 && seg.flags.ack() {
-            let peer_base = self.halves[row.dir.rev().idx()].base_seq;
+            let peer_base = row.dir.rev().of(&self.halves).base_seq;
             let n = usize::from(o.sack_count).min(MAX_SACK_BLOCKS);
             for (i, &(l, r)) in o.sack_blocks().iter().take(n).enumerate() {
                 let left = unwrap_rel(l, peer_base, row.ack);
                 let right = unwrap_rel(r, peer_base, left);
-                d.sack[i] = (left, right);
+                if let Some(b) = d.sack.get_mut(i) {
+                    *b = (left, right);
+                }
             }
             d.sack_count = n as u8;
         }
@@ -260,7 +262,7 @@ impl Connection {
         let resent = v
             .flags
             .any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
-        let s = &mut self.stats[dir.idx()];
+        let s = dir.of_mut(&mut self.stats);
         s.packets += 1;
         s.bytes += u64::from(seg.len);
         s.first_ts.get_or_insert(seg.ts);
@@ -304,7 +306,10 @@ impl Connection {
             && !m.ambiguous
             && rtt > 0
         {
-            self.stats[dir.rev().idx()].rtt.add(rtt, cfg.rtt_reservoir);
+            dir.rev()
+                .of_mut(&mut self.stats)
+                .rtt
+                .add(rtt, cfg.rtt_reservoir);
         }
     }
 
@@ -364,9 +369,5 @@ fn handshake_options(fwd: &mut HalfFlow, rev: &mut HalfFlow, seg: &Segment) {
 }
 
 fn split(halves: &mut [HalfFlow; 2], dir: Dir) -> (&mut HalfFlow, &mut HalfFlow) {
-    let (a, b) = halves.split_at_mut(1);
-    match dir {
-        Dir::ClientToServer => (&mut a[0], &mut b[0]),
-        Dir::ServerToClient => (&mut b[0], &mut a[0]),
-    }
+    dir.split_mut(halves)
 }
