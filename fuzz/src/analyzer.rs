@@ -275,9 +275,14 @@ pub fn run(data: &[u8]) {
         let resumed = analyzer.stats().resumed_flows > before.resumed_flows;
         assert_eq!(rows.0.len(), 1, "one row per segment");
         let row = rows.0.remove(0);
-        if resumed && let Some(m) = models.get_mut(&(row.stream.0, row.dir)) {
-            // Resumed after eviction: numbering kept, analysis state (next_seq) restarted.
-            m.next = Next::Unset;
+        if resumed {
+            // Resumed after eviction: numbering kept, analysis state (next_seq) restarted,
+            // in both directions.
+            for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+                if let Some(m) = models.get_mut(&(row.stream.0, dir)) {
+                    m.next = Next::Unset;
+                }
+            }
         }
         check(&mut models, &seg, &row, capped);
     }
