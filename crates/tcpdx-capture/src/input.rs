@@ -46,7 +46,10 @@ fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
     let mut prefix = vec![0; n];
     let mut got = 0;
     while got < n {
-        match r.read(&mut prefix[got..]) {
+        let Some(rest) = prefix.get_mut(got..) else {
+            break;
+        };
+        match r.read(rest) {
             Ok(0) => break,
             Ok(k) => got += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -121,7 +124,10 @@ impl Threaded {
                 let mut buf = vec![0u8; CHUNK_LEN];
                 let mut len = 0;
                 let result = loop {
-                    match inner.read(&mut buf[len..]) {
+                    let Some(rest) = buf.get_mut(len..) else {
+                        break Ok(());
+                    };
+                    match inner.read(rest) {
                         Ok(0) => break Ok(()),
                         Ok(n) => {
                             len += n;
@@ -177,8 +183,11 @@ impl Read for Threaded {
                 }
             }
         }
-        let n = out.len().min(self.chunk.len() - self.pos);
-        out[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        let rest = self.chunk.get(self.pos..).unwrap_or_default();
+        let n = out.len().min(rest.len());
+        if let (Some(dst), Some(src)) = (out.get_mut(..n), rest.get(..n)) {
+            dst.copy_from_slice(src);
+        }
         self.pos += n;
         Ok(n)
     }

@@ -28,9 +28,22 @@
 //! Layout: `input` (raw bytes, counting, gzip/zstd), `sniff` (magic numbers, formats),
 //! `window` (the bounded buffer frames borrow from), `pcap` and `pcapng` (record layouts),
 //! `error` (errors and warnings).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Input data must never panic the library: no unwrap/expect/indexing/panic outside tests
+// (checked indexing with `get`; the few provably in-bounds cases carry their reason).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 mod error;
+mod field;
 mod input;
 mod pcap;
 mod pcapng;
@@ -183,7 +196,8 @@ impl CaptureReader {
         if let Err(e) = window.fill(sniff::MAGIC_LEN) {
             return fail(window.received(), CaptureErrorKind::Io(e));
         }
-        let head = &window.bytes()[..window.bytes().len().min(sniff::MAGIC_LEN)];
+        let head = window.bytes();
+        let head = head.get(..sniff::MAGIC_LEN).unwrap_or(head);
         let container = match sniff::container(head) {
             _ if head.is_empty() => return fail(0, CaptureErrorKind::Empty),
             Sniffed::Capture(c) => c,
@@ -254,7 +268,12 @@ impl CaptureReader {
                 Ok(Next::Packet(p)) => {
                     self.frames += 1;
                     self.pending = p.total;
-                    let data = &self.window.bytes()[p.data_start..p.data_start + p.caplen];
+                    // The parsers check that the record holds its captured bytes.
+                    let data = self
+                        .window
+                        .bytes()
+                        .get(p.data_start..p.data_start + p.caplen)
+                        .unwrap_or_default();
                     return Ok(Some(Frame {
                         no: FrameNo(self.frames),
                         ts: p.ts,

@@ -11,6 +11,7 @@
 use tcpdx_wire::{LinkType, Timestamp};
 
 use crate::error::{Bad, CaptureErrorKind};
+use crate::field::{u16_at, u32_at};
 use crate::sniff::Container;
 use crate::window::Window;
 use crate::{Next, Packet, max_caplen};
@@ -96,26 +97,6 @@ pub(crate) struct PcapFile {
     lengths: LengthOrder,
 }
 
-#[inline]
-fn u32_at(b: &[u8], r: std::ops::Range<usize>, big_endian: bool) -> u32 {
-    let a: [u8; 4] = b[r].try_into().expect("4-byte range");
-    if big_endian {
-        u32::from_be_bytes(a)
-    } else {
-        u32::from_le_bytes(a)
-    }
-}
-
-#[inline]
-fn u16_at(b: &[u8], r: std::ops::Range<usize>, big_endian: bool) -> u16 {
-    let a: [u8; 2] = b[r].try_into().expect("2-byte range");
-    if big_endian {
-        u16::from_be_bytes(a)
-    } else {
-        u16::from_le_bytes(a)
-    }
-}
-
 impl PcapFile {
     /// Parses the file header (`header` holds at least [`FILE_HEADER_LEN`] bytes) of the
     /// pcap variant found by the sniffer.
@@ -174,7 +155,8 @@ impl PcapFile {
                 }
             });
         }
-        let h = &w.bytes()[..hlen];
+        // fill(hlen) succeeded: the window holds the whole record header.
+        let h = w.bytes().get(..hlen).unwrap_or_default();
         let be = self.big_endian;
         let sec = u32_at(h, record_field::TS_SEC, be);
         let frac = u32_at(h, record_field::TS_FRAC, be);

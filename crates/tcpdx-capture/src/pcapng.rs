@@ -21,11 +21,10 @@
 //! The format is small (six block layouts), so the code stays short and is tested against
 //! the public corpus (`tests/corpus.rs`).
 
-use std::ops::Range;
-
 use tcpdx_wire::{LinkType, Timestamp};
 
 use crate::error::{Bad, BlockLengthProblem, CaptureErrorKind};
+use crate::field::{u16_at, u32_at};
 use crate::sniff::PCAPNG_SHB;
 use crate::window::Window;
 use crate::{Next, Packet, max_caplen};
@@ -186,26 +185,6 @@ pub(crate) struct PcapNg {
     last_ts: Timestamp,
 }
 
-#[inline]
-fn u32_at(b: &[u8], r: Range<usize>, big_endian: bool) -> u32 {
-    let a: [u8; 4] = b[r].try_into().expect("4-byte range");
-    if big_endian {
-        u32::from_be_bytes(a)
-    } else {
-        u32::from_le_bytes(a)
-    }
-}
-
-#[inline]
-fn u16_at(b: &[u8], r: Range<usize>, big_endian: bool) -> u16 {
-    let a: [u8; 2] = b[r].try_into().expect("2-byte range");
-    if big_endian {
-        u16::from_be_bytes(a)
-    } else {
-        u16::from_le_bytes(a)
-    }
-}
-
 /// Saturates a nanosecond count into a [`Timestamp`].
 fn timestamp(ns: i128) -> Timestamp {
     Timestamp(ns.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
@@ -347,7 +326,8 @@ impl PcapNg {
                             record: true,
                         });
                     }
-                    let b = &w.bytes()[..len];
+                    // fill(len) succeeded: the window holds the whole block.
+                    let b = w.bytes().get(..len).unwrap_or_default();
                     check_trailer(
                         u32_at(b, len - 4..len, self.big_endian),
                         block_type,
@@ -363,7 +343,8 @@ impl PcapNg {
                             record: false,
                         });
                     }
-                    let b = &w.bytes()[..len];
+                    // fill(len) succeeded: the window holds the whole block.
+                    let b = w.bytes().get(..len).unwrap_or_default();
                     check_trailer(
                         u32_at(b, len - 4..len, self.big_endian),
                         block_type,
@@ -469,7 +450,10 @@ impl PcapNg {
             ts_unit: TsUnit::MICROS,
             ts_offset: 0,
         };
-        let options = &b[idb::OPTIONS..b.len() - 4];
+        // The block is at least idb::MIN_LEN long: options end before the trailer.
+        let options = b
+            .get(idb::OPTIONS..b.len().saturating_sub(4))
+            .unwrap_or_default();
         let mut pos = 0;
         while pos + 4 <= options.len() {
             let code = u16_at(options, pos..pos + 2, be);

@@ -32,7 +32,9 @@ impl Window {
     /// A window over `reader` whose first bytes, `prefix`, were already read from it.
     pub(crate) fn new(reader: Box<dyn Read + Send>, capacity: usize, prefix: &[u8]) -> Self {
         let mut buf = vec![0; capacity.max(prefix.len()).max(64)];
-        buf[..prefix.len()].copy_from_slice(prefix);
+        if let Some(head) = buf.get_mut(..prefix.len()) {
+            head.copy_from_slice(prefix);
+        }
         Self {
             reader,
             buf,
@@ -62,7 +64,8 @@ impl Window {
     /// The buffered bytes.
     #[inline]
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        // start <= end <= buf.len() always holds.
+        self.buf.get(self.start..self.end).unwrap_or_default()
     }
 
     /// Makes at least `n` bytes available; `Ok(false)` if the input ends before that.
@@ -91,7 +94,11 @@ impl Window {
     /// One `read` into the free space at the end of the buffer.
     fn read_more(&mut self) -> io::Result<()> {
         loop {
-            match self.reader.read(&mut self.buf[self.end..]) {
+            let Some(free) = self.buf.get_mut(self.end..) else {
+                self.eof = true;
+                return Ok(());
+            };
+            match self.reader.read(free) {
                 Ok(0) => self.eof = true,
                 Ok(k) => self.end += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

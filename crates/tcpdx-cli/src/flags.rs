@@ -58,6 +58,11 @@ pub struct Common {
     /// Analysis threads (default: the number of cores). Output is the same for any value.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+    /// Connections tracked at once; beyond it the least recently active one is evicted:
+    /// counted and summed in the output (not listed), and if it resumes it keeps its stream
+    /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
 }
 
 /// `tcpdx events` options.
@@ -104,6 +109,11 @@ pub struct DiagnoseArgs {
     /// Analysis threads (default: the number of cores). Output is the same for any value.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+    /// Connections tracked at once; beyond it the least recently active one is evicted:
+    /// counted and summed in the output (not listed), and if it resumes it keeps its stream
+    /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
     /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
     #[arg(long)]
     pub json: bool,
@@ -132,6 +142,7 @@ impl DiagnoseArgs {
             streams: self.streams.clone(),
             ports: self.ports.clone(),
             threads: self.threads,
+            max_flows: self.max_flows,
         }
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! The binary only orchestrates: flags -> open capture -> feed the sans-IO analyzer ->
 //! renderers. Exit codes: 0 ok, 1 findings above `--fail-on`, 2 bad input or usage.
+#![forbid(unsafe_code)]
 
 mod cmd;
 mod flags;

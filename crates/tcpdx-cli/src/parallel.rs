@@ -259,6 +259,7 @@ impl EventSink for FlowCollector {
 }
 
 fn work(
+    cfg: AnalyzerConfig,
     rx: Receiver<Vec<Work>>,
     tx: SyncSender<WorkerMsg>,
     recycle: SyncSender<Vec<Work>>,
@@ -266,8 +267,6 @@ fn work(
     plan: Plan,
     ports: Vec<u16>,
 ) {
-    let mut cfg = AnalyzerConfig::default();
-    cfg.sweep_every_frames = u64::MAX; // the reader sends the sweeps
     let mut an = Analyzer::new(cfg);
     let mut tail = CsvTail::default();
     let mut line = Line::default();
@@ -337,6 +336,7 @@ impl Renumber {
 #[allow(clippy::too_many_arguments)]
 pub fn run<S: EventSink>(
     reader: CaptureReader,
+    cfg: AnalyzerConfig,
     threads: usize,
     plan: Plan,
     sink: &mut S,
@@ -347,7 +347,13 @@ pub fn run<S: EventSink>(
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
 ) -> Result<Parallel> {
     let n = threads.clamp(1, 255);
-    let sweep_every = AnalyzerConfig::default().sweep_every_frames;
+    let sweep_every = cfg.sweep_every_frames;
+    // Each worker tracks its share of the connections; which ones get evicted when the
+    // limit is reached therefore depends on the thread count (documented in --help).
+    let mut worker_cfg = cfg.clone();
+    worker_cfg.sweep_every_frames = u64::MAX; // the reader sends the sweeps
+    worker_cfg.max_flows = cfg.max_flows.div_ceil(n).max(1);
+    worker_cfg.max_evicted_remembered = cfg.max_evicted_remembered.div_ceil(n).max(1);
     let stop_flag = AtomicBool::new(false);
     thread::scope(|scope| {
         let (route_tx, route_rx) = sync_channel::<Vec<u8>>(DEPTH * 2);
@@ -361,7 +367,8 @@ pub fn run<S: EventSink>(
             let ports = ports.to_vec();
             let recycle = recycle_tx.clone();
             let (spent_tx, spent_rx) = sync_channel::<BatchOut>(DEPTH);
-            scope.spawn(move || work(rx, otx, recycle, spent_rx, plan, ports));
+            let cfg = worker_cfg.clone();
+            scope.spawn(move || work(cfg, rx, otx, recycle, spent_rx, plan, ports));
             spent_to.push(spent_tx);
             to_workers.push(tx);
             from_workers.push(orx);

@@ -24,6 +24,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Warnings kept for the summary line (the count of capped segments is exact regardless).
+const MAX_WARNINGS: usize = 1000;
+
 /// Keeps only the segments and flows the user asked for, then forwards them.
 pub struct Filter<'a, S> {
     pub(crate) inner: &'a mut S,
@@ -70,8 +73,16 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
             self.inner.flow(f);
         }
     }
+    fn flow_evicted(&mut self, f: &FlowSummary) {
+        if self.keep(f.stream.0, f.dirs[0].src.port, f.dirs[0].dst.port) {
+            self.inner.flow_evicted(f);
+        }
+    }
     fn warning(&mut self, w: &Warning) {
-        self.warnings.push(w.clone());
+        // Counted once per stream: the list stays small whatever the input.
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(w.clone());
+        }
     }
 }
 
@@ -79,6 +90,8 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
 pub struct Outcome {
     /// Time of the first frame (ns since epoch), for relative times.
     pub first_ts_ns: i64,
+    /// The analyzer's input counters (evictions among them).
+    pub stats: tcpdx_core::InputStats,
 }
 
 /// Opens the capture named on the command line (bad input is an error naming the byte).
@@ -115,6 +128,7 @@ pub fn analyze_with<S: EventSink>(
     let mut filter = Filter::new(sink, common);
     let par = parallel::run(
         reader,
+        analyzer_config(common),
         threads,
         plan,
         &mut filter,
@@ -130,9 +144,10 @@ pub fn analyze_with<S: EventSink>(
     if let Some(e) = par.reader.error {
         return Err(anyhow::Error::new(e));
     }
-    report_warnings(&filter.warnings, &par.stats);
+    report_warnings(&filter.warnings, &par.stats, common.max_flows);
     Ok(Outcome {
         first_ts_ns: par.reader.first_ts.map_or(0, |t| t.0),
+        stats: par.stats,
     })
 }
 
@@ -143,7 +158,7 @@ fn analyze_single<S: EventSink>(
     stop: impl Fn(&S) -> bool,
     progress: Option<ProgressBar>,
 ) -> Result<Outcome> {
-    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    let mut analyzer = Analyzer::new(analyzer_config(common));
     let mut filter = Filter::new(sink, common);
     let mut first_ts_ns = None;
     let mut n: u64 = 0;
@@ -167,25 +182,50 @@ fn analyze_single<S: EventSink>(
     for w in reader.warnings() {
         eprintln!("tcpdx: warning: {w}");
     }
-    report_warnings(&filter.warnings, analyzer.stats());
+    report_warnings(&filter.warnings, analyzer.stats(), common.max_flows);
     Ok(Outcome {
         first_ts_ns: first_ts_ns.unwrap_or(0),
+        stats: analyzer.stats().clone(),
     })
 }
 
-fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats) {
+/// The analyzer settings the command line chose.
+fn analyzer_config(common: &Common) -> AnalyzerConfig {
+    let mut cfg = AnalyzerConfig::default();
+    cfg.max_flows = common.max_flows;
+    cfg.max_evicted_remembered = common.max_flows;
+    cfg
+}
+
+fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats, max_flows: usize) {
     if !warnings.is_empty() {
-        let streams: Vec<String> = warnings
+        let mut streams: Vec<String> = warnings
             .iter()
+            .take(10)
             .map(|w| match w {
                 Warning::StateCapReached { stream, .. } => stream.to_string(),
                 _ => String::new(),
             })
             .collect();
+        if warnings.len() > 10 {
+            let at_least = if warnings.len() >= MAX_WARNINGS {
+                "at least "
+            } else {
+                ""
+            };
+            streams.push(format!("... {at_least}{} streams in all", warnings.len()));
+        }
         eprintln!(
             "tcpdx: warning: {} segments not tracked because the per-connection unacked-segment cap was reached (streams {}); their ACK RTT and bytes in flight are not reported",
             stats.capped_segments,
             streams.join(",")
+        );
+    }
+    if stats.evicted_flows > 0 {
+        eprintln!(
+            "tcpdx: warning: {} connections evicted: more than --max-flows {max_flows} tracked at once; \
+             {} resumed under their stream number, {} forgotten (resumed as new streams)",
+            stats.evicted_flows, stats.resumed_flows, stats.forgotten_flows
         );
     }
     if stats.fragments > 0 {

@@ -7,7 +7,7 @@ use tcpdx_wire::{Frame, Timestamp, decode};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, EventSink, Warning};
-use crate::flow::{FlowKey, FlowTable, Lookup};
+use crate::flow::{Dir, Evicted, EvictedFlows, FlowKey, FlowTable, Lookup, Lru};
 use crate::segment::{FrameInput, Segment};
 use crate::tcp::Connection;
 
@@ -29,6 +29,12 @@ pub struct InputStats {
     pub capped_segments: u64,
     /// Frames with a TCP header that identifies a connection but cannot be analysed.
     pub partial_tcp: u64,
+    /// Connections evicted because `max_flows` were tracked at once.
+    pub evicted_flows: u64,
+    /// Evicted connections that came back and kept their stream index.
+    pub resumed_flows: u64,
+    /// Evicted connections forgotten (a later segment of theirs opens a new stream).
+    pub forgotten_flows: u64,
 }
 
 impl InputStats {
@@ -41,6 +47,9 @@ impl InputStats {
         self.expired += o.expired;
         self.capped_segments += o.capped_segments;
         self.partial_tcp += o.partial_tcp;
+        self.evicted_flows += o.evicted_flows;
+        self.resumed_flows += o.resumed_flows;
+        self.forgotten_flows += o.forgotten_flows;
     }
 }
 
@@ -49,7 +58,11 @@ impl InputStats {
 pub struct Analyzer {
     cfg: AnalyzerConfig,
     table: FlowTable,
+    /// Tracked connections by slot (slots are reused after eviction, so not in stream order).
     conns: Vec<Connection>,
+    /// Slots by last activity, for eviction.
+    lru: Lru,
+    evicted: EvictedFlows,
     first_ts: Option<Timestamp>,
     stats: InputStats,
     since_sweep: u64,
@@ -57,11 +70,14 @@ pub struct Analyzer {
 
 impl Analyzer {
     /// A new analyzer.
-    pub fn new(cfg: AnalyzerConfig) -> Self {
+    pub fn new(mut cfg: AnalyzerConfig) -> Self {
+        cfg.max_flows = cfg.max_flows.clamp(1, Lru::MAX_SLOTS);
         Self {
+            evicted: EvictedFlows::new(cfg.max_evicted_remembered),
             cfg,
             table: FlowTable::new(),
             conns: Vec::new(),
+            lru: Lru::default(),
             first_ts: None,
             stats: InputStats::default(),
             since_sweep: 0,
@@ -73,7 +89,7 @@ impl Analyzer {
         &self.stats
     }
 
-    /// Connections seen so far, in stream order.
+    /// Connections tracked now (evicted ones are gone), in no particular order.
     pub fn connections(&self) -> &[Connection] {
         &self.conns
     }
@@ -136,7 +152,9 @@ impl Analyzer {
         let first = *self.first_ts.get_or_insert(seg.ts);
         self.stats.tcp_segments += 1;
         let (slot, initial) = self.connection_for(seg, sink);
-        let conn = &mut self.conns[slot];
+        let Some(conn) = self.conns.get_mut(slot) else {
+            return;
+        };
         let (row, verdict) = conn.handle_segment(seg, initial, seg.ts.since(first), &self.cfg);
         if verdict.unacked_cap_hit {
             self.stats.capped_segments += 1;
@@ -162,14 +180,43 @@ impl Analyzer {
     fn connection_for<S: EventSink>(&mut self, seg: &Segment, sink: &mut S) -> (usize, F) {
         let (key, _) = FlowKey::new(seg.src, seg.dst);
         let mut initial = F::default();
+        let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
         let slot = match self.table.lookup(&key) {
-            Lookup::Missing => self.new_connection(key, seg, sink),
+            Lookup::Missing => match self.evicted.take(&key) {
+                Some(e) => {
+                    let dir = if seg.src == e.client {
+                        Dir::ClientToServer
+                    } else {
+                        Dir::ServerToClient
+                    };
+                    let differs = dir.of(&e.base).is_some_and(|b| b != seg.seq);
+                    // Same rules as for a tracked connection (below).
+                    if syn && differs {
+                        initial.set(F::REUSED_PORTS);
+                    }
+                    if syn && !ack && differs {
+                        self.new_connection(key, seg, None, sink)
+                    } else {
+                        self.stats.resumed_flows += 1;
+                        let slot = self.new_connection(key, seg, Some(e), sink);
+                        if syn
+                            && differs
+                            && let Some(conn) = self.conns.get_mut(slot)
+                        {
+                            conn.restart_numbering(dir, seg.seq);
+                        }
+                        slot
+                    }
+                }
+                None => self.new_connection(key, seg, None, sink),
+            },
             Lookup::Existing(slot) => {
-                let conn = &self.conns[slot];
+                let Some(conn) = self.conns.get(slot) else {
+                    return (slot, initial);
+                };
                 let dir = conn.dir_of(&seg.src);
-                let fwd = &conn.halves[dir.idx()];
+                let fwd = dir.of(&conn.halves);
                 let differs = fwd.base_set && seg.seq != fwd.base_seq;
-                let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
                 // Wireshark: a SYN with a new ISN on a known 4-tuple starts a new
                 // conversation; a SYN-ACK with a new ISN is flagged and restarts the
                 // sender's relative numbering.
@@ -177,24 +224,71 @@ impl Analyzer {
                     initial.set(F::REUSED_PORTS);
                 }
                 if syn && !ack && differs {
-                    self.new_connection(key, seg, sink)
+                    self.new_connection(key, seg, None, sink)
                 } else {
-                    if syn && differs {
-                        self.conns[slot].halves[dir.idx()].base_seq = seg.seq;
+                    if syn
+                        && differs
+                        && let Some(conn) = self.conns.get_mut(slot)
+                    {
+                        conn.restart_numbering(dir, seg.seq);
                     }
                     slot
                 }
             }
         };
+        self.lru.touch(slot);
         (slot, initial)
     }
 
-    fn new_connection<S: EventSink>(&mut self, key: FlowKey, seg: &Segment, sink: &mut S) -> usize {
-        let slot = self.conns.len();
-        let stream = self.table.bind(key, slot);
-        sink.stream_opened(stream, seg.frame);
-        self.conns.push(Connection::new(stream, key, seg));
+    /// Opens a connection for `seg` (resuming an evicted one when `resumed` is given), in a
+    /// new slot or, when `max_flows` are tracked, in the least recently active one's.
+    fn new_connection<S: EventSink>(
+        &mut self,
+        key: FlowKey,
+        seg: &Segment,
+        resumed: Option<Evicted>,
+        sink: &mut S,
+    ) -> usize {
+        let slot = self.free_slot(sink);
+        let conn = match resumed {
+            Some(e) => {
+                self.table.rebind(key, slot);
+                Connection::resume(key, seg, &e)
+            }
+            None => {
+                let stream = self.table.bind(key, slot);
+                sink.stream_opened(stream, seg.frame);
+                Connection::new(stream, key, seg)
+            }
+        };
+        match self.conns.get_mut(slot) {
+            Some(c) => *c = conn,
+            None => self.conns.push(conn),
+        }
         slot
+    }
+
+    /// A slot for a new connection: a new one below `max_flows`, else the least recently
+    /// active connection's, which is evicted (summarised into `sink`, remembered, counted).
+    fn free_slot<S: EventSink>(&mut self, sink: &mut S) -> usize {
+        if self.conns.len() < self.cfg.max_flows
+            && let Some(slot) = self.lru.push()
+        {
+            return slot;
+        }
+        let Some(victim) = self.lru.oldest() else {
+            return self.conns.len();
+        };
+        if let Some(c) = self.conns.get(victim) {
+            sink.flow_evicted(&c.summary());
+            self.stats.evicted_flows += 1;
+            // A connection replaced by a newer one on the same 4-tuple is no longer bound.
+            if self.table.lookup(&c.key) == Lookup::Existing(victim) {
+                self.table.unbind(&c.key);
+                self.stats.forgotten_flows += self.evicted.insert(c.key, c.evicted());
+            }
+        }
+        victim
     }
 
     /// Capture time has reached `now`: free the state of idle and closed connections.
@@ -227,7 +321,9 @@ impl Analyzer {
 
     /// End of input: emits every connection's summary, in stream order.
     pub fn handle_end<S: EventSink>(&mut self, sink: &mut S) {
-        for c in &self.conns {
+        let mut order: Vec<&Connection> = self.conns.iter().collect();
+        order.sort_by_key(|c| c.stream);
+        for c in order {
             sink.flow(&c.summary());
         }
     }

@@ -14,7 +14,17 @@ pub struct AnalyzerConfig {
     pub sweep_every_frames: u64,
     /// RTT samples kept per direction for quantiles (reservoir beyond this).
     pub rtt_reservoir: usize,
+    /// Connections tracked at once (`--max-flows`); beyond it the least recently active one
+    /// is evicted (summarised, counted, and remembered so that it keeps its stream index if
+    /// it resumes). 0 counts as 1.
+    pub max_flows: usize,
+    /// Evicted connections remembered for resumption (oldest forgotten first).
+    pub max_evicted_remembered: usize,
 }
+
+/// Default `max_flows`: enough for any troubleshooting capture, and a worst case of a few
+/// hundred MB of state (about 1 KB per connection without RTT samples).
+pub const DEFAULT_MAX_FLOWS: usize = 250_000;
 
 impl Default for AnalyzerConfig {
     fn default() -> Self {
@@ -24,6 +34,8 @@ impl Default for AnalyzerConfig {
             expire_idle_ns: 600_000_000_000,
             sweep_every_frames: 65_536,
             rtt_reservoir: 2_048,
+            max_flows: DEFAULT_MAX_FLOWS,
+            max_evicted_remembered: DEFAULT_MAX_FLOWS,
         }
     }
 }

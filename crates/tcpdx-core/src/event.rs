@@ -175,7 +175,8 @@ pub struct SegmentDetail {
 impl SegmentDetail {
     /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(u64, u64)] {
-        &self.sack[..usize::from(self.sack_count).min(MAX_SACK_BLOCKS)]
+        let n = usize::from(self.sack_count).min(MAX_SACK_BLOCKS);
+        self.sack.get(..n).unwrap_or_default()
     }
 }
 
@@ -216,8 +217,12 @@ pub trait EventSink {
     /// `a.len > 0`; `payload.len() < a.len` when the snaplen cut it (and always empty for
     /// hand-built segments, which carry no bytes).
     fn payload(&mut self, _a: &SegmentAnalysis, _payload: &[u8]) {}
-    /// A connection's summary, once at the end of input (or on expiry).
+    /// A connection's summary, once at the end of input.
     fn flow(&mut self, _f: &FlowSummary) {}
+    /// The summary so far of a connection evicted because `max_flows` connections were
+    /// tracked at once. If it resumes, its later part comes as a [`EventSink::flow`] with
+    /// the same stream index.
+    fn flow_evicted(&mut self, _f: &FlowSummary) {}
     /// A warning about the input or a cap being hit.
     fn warning(&mut self, _w: &Warning) {}
     /// A new stream index was handed out at `frame` (before that frame's segment, if any).

@@ -7,6 +7,7 @@
 //! windows, the capture point), divides each connection's time into states
 //! (`budget`), and at the end runs the detectors (`detectors`) to produce [`Finding`]s,
 //! most costly first, with the capture's [`TimeBudget`].
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod budget;

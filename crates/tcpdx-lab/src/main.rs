@@ -1,5 +1,6 @@
 //! `tcpdx-lab`: the network lab orchestrator (list, run, verify, cleanup, install,
 //! bench-relay) plus the bulk workload and the relay as subcommands.
+#![forbid(unsafe_code)]
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};

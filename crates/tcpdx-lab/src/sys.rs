@@ -1,5 +1,7 @@
 //! The few raw syscalls the lab needs (TUN ioctl, ppoll, clock_gettime), wrapped in safe
 //! functions. This is the only module of the crate allowed to use `unsafe`.
+// The one unsafe exception of the workspace (FFI: ioctl, ppoll, kill...); every block has a
+// SAFETY comment and the crate root denies unsafe_code everywhere else.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};

@@ -7,7 +7,10 @@
 //! "rtt_median_s", "rtt_p95_s", "rtt_max_s": float|null, "rtt_samples": int, "mss":
 //! int|null, "window_scale": int|null, "sack_permitted": bool, "max_window": int,
 //! "zero_window_count": int, "zero_window_s": float}]}]}`. Times are seconds; `first_time`
-//! is relative to the first frame of the capture.
+//! is relative to the first frame of the capture. When `--max-flows` evicted connections,
+//! a top-level `"evicted": {"connections": int, "packets": int, "bytes": int, "resumed": int,
+//! "max_flows": int}` gives their totals (they are not listed one by one; a connection that
+//! resumed after eviction is listed with its stream number, for the part after it resumed).
 
 use std::io::{self, Write};
 
@@ -54,6 +57,38 @@ struct JsonFlow {
 struct JsonFlows {
     version: u32,
     flows: Vec<JsonFlow>,
+    #[serde(skip_serializing_if = "EvictedTotals::is_empty")]
+    evicted: EvictedTotals,
+}
+
+/// Connections evicted by `--max-flows`, summed (they are not listed one by one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EvictedTotals {
+    /// Evictions.
+    pub connections: u64,
+    /// Packets of the evicted connections up to their eviction.
+    pub packets: u64,
+    /// Payload bytes of the evicted connections up to their eviction.
+    pub bytes: u64,
+    /// Evicted connections that came back (listed, with their stream number).
+    pub resumed: u64,
+    /// The `--max-flows` limit in force.
+    pub max_flows: u64,
+}
+
+impl EvictedTotals {
+    /// Adds one evicted connection's summary.
+    pub fn add(&mut self, f: &FlowSummary) {
+        self.connections += 1;
+        for d in &f.dirs {
+            self.packets += d.packets;
+            self.bytes += d.bytes;
+        }
+    }
+    /// True when nothing was evicted.
+    pub fn is_empty(&self) -> bool {
+        self.connections == 0
+    }
 }
 
 fn endpoint(d: &DirSummary, src: bool) -> String {
@@ -96,6 +131,7 @@ pub fn write_flows_json<W: Write>(
     out: &mut W,
     flows: &[FlowSummary],
     capture_start_ns: i64,
+    evicted: &EvictedTotals,
 ) -> io::Result<()> {
     let doc = JsonFlows {
         version: 1,
@@ -109,13 +145,18 @@ pub fn write_flows_json<W: Write>(
                 directions: vec![json_dir(&f.dirs[0], "c2s"), json_dir(&f.dirs[1], "s2c")],
             })
             .collect(),
+        evicted: *evicted,
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
     writeln!(out)
 }
 
 /// Writes a readable table: one line per direction that sent anything.
-pub fn write_flows_table<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
+pub fn write_flows_table<W: Write>(
+    out: &mut W,
+    flows: &[FlowSummary],
+    evicted: &EvictedTotals,
+) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  zero win",
@@ -175,6 +216,18 @@ pub fn write_flows_table<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Re
                 zw
             )?;
         }
+    }
+    if !evicted.is_empty() {
+        writeln!(
+            out,
+            "evicted: {} connections ({} packets, {}) not listed: more than {} tracked at once \
+             (--max-flows); {} of them resumed and are listed under their stream number",
+            evicted.connections,
+            evicted.packets,
+            bytes(evicted.bytes),
+            evicted.max_flows,
+            evicted.resumed
+        )?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! capture -> wire -> core -> detect -> **report**. Each renderer writes to a caller-given
 //! `io::Write`; streaming renderers (`events`) implement `EventSink` so per-packet output
 //! never materialises in memory (ripgrep's printers-as-sinks).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod diagnose;
@@ -14,6 +15,6 @@ pub mod srt;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
-pub use flows::{write_flows_json, write_flows_table};
+pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
 pub use line::Line;
 pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};

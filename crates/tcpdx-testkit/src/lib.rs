@@ -23,6 +23,7 @@
 //! t.at_ms(11).server_sends(AUTO, 1448); // frame 9: relative seq 1449
 //! assert_eq!(t.frames().len(), 9);
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod builder;

@@ -111,7 +111,9 @@ pub struct TcpOptions {
 impl TcpOptions {
     /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(SeqNum, SeqNum)] {
-        &self.sack[..self.sack_count as usize]
+        self.sack
+            .get(..usize::from(self.sack_count))
+            .unwrap_or(&self.sack)
     }
 }
 

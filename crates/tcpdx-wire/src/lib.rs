@@ -9,7 +9,19 @@
 //! [`udp`], [`tcp`] (header view and options), and [`decode()`], the walk that ties them.
 //! Every header view follows one contract: `from_slice` checks the length (and any field
 //! that sets a length) once, after which no accessor can panic.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Input data must never panic the library: no unwrap/expect/indexing/panic outside tests
+// (checked indexing with `get`; the few provably in-bounds cases carry their reason).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 mod bytes;
 pub mod decode;

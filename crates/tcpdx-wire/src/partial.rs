@@ -5,6 +5,7 @@
 //! first 16 bytes) before it looks up the conversation, so such frames still get a
 //! `tcp.stream` (and can start a new one); they are never sequence-analysed.
 
+use crate::bytes::{arr, byte};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::decode::{IpInfo, TcpFlags};
@@ -38,14 +39,15 @@ impl PartialTcp {
         if b.len() < MIN_IDENTIFYING_LEN {
             return None;
         }
-        let be32 = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let be32 = |i: usize| u32::from_be_bytes(arr(b, i));
+        let be16 = |i: usize| u16::from_be_bytes(arr(b, i));
         Some(PartialTcp {
             ip,
-            src_port: u16::from_be_bytes([b[0], b[1]]),
-            dst_port: u16::from_be_bytes([b[2], b[3]]),
+            src_port: be16(0),
+            dst_port: be16(2),
             seq: SeqNum(be32(4)),
             ack: SeqNum(be32(8)),
-            flags: TcpFlags(u16::from_be_bytes([b[12], b[13]]) & 0x0fff),
+            flags: TcpFlags(be16(12) & 0x0fff),
             quoted,
         })
     }
@@ -68,47 +70,36 @@ pub fn quoted_tcp(icmp: &[u8], v6: bool) -> Option<PartialTcp> {
     let inner = icmp.get(ICMP_ERROR_HEADER..)?;
     let (ip, tcp_off) = match inner.first()? >> 4 {
         4 if inner.len() >= 20 => {
-            let ihl = usize::from(inner[0] & 0x0f) * 4;
-            let frag_off = u16::from_be_bytes([inner[6], inner[7]]) & 0x1fff;
-            if ihl < 20 || inner[9] != 6 || frag_off != 0 {
+            let ihl = usize::from(byte(inner, 0) & 0x0f) * 4;
+            let frag_off = u16::from_be_bytes(arr(inner, 6)) & 0x1fff;
+            if ihl < 20 || byte(inner, 9) != 6 || frag_off != 0 {
                 return None;
             }
-            let a = |i: usize| {
-                IpAddr::V4(Ipv4Addr::new(
-                    inner[i],
-                    inner[i + 1],
-                    inner[i + 2],
-                    inner[i + 3],
-                ))
-            };
+            let a = |i: usize| IpAddr::V4(Ipv4Addr::from(arr::<4>(inner, i)));
             (
                 IpInfo {
                     src: a(12),
                     dst: a(16),
                     proto: 6,
                     fragment: false,
-                    ttl: inner[8],
+                    ttl: byte(inner, 8),
                     offset: 0,
                 },
                 ihl,
             )
         }
         6 if inner.len() >= 40 => {
-            if inner[6] != 6 {
+            if byte(inner, 6) != 6 {
                 return None;
             }
-            let a = |i: usize| {
-                let mut o = [0u8; 16];
-                o.copy_from_slice(&inner[i..i + 16]);
-                IpAddr::V6(Ipv6Addr::from(o))
-            };
+            let a = |i: usize| IpAddr::V6(Ipv6Addr::from(arr::<16>(inner, i)));
             (
                 IpInfo {
                     src: a(8),
                     dst: a(24),
                     proto: 6,
                     fragment: false,
-                    ttl: inner[7],
+                    ttl: byte(inner, 7),
                     offset: 0,
                 },
                 40,

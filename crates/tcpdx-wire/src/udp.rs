@@ -1,7 +1,7 @@
 //! UDP header (RFC 768), 8 bytes: only followed to reach tunnels (VXLAN, Geneve, GTP-U,
 //! ...), chosen by port the way Wireshark chooses.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -85,7 +85,7 @@ impl<'a> UdpSlice<'a> {
     }
     /// Captured bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -53,4 +53,31 @@ impl Dir {
     pub const fn idx(self) -> usize {
         self as usize
     }
+    /// This direction's element of a per-direction pair (no bounds check to fail).
+    #[inline]
+    pub fn of<T>(self, pair: &[T; 2]) -> &T {
+        let [c2s, s2c] = pair;
+        match self {
+            Dir::ClientToServer => c2s,
+            Dir::ServerToClient => s2c,
+        }
+    }
+    /// Mutable [`Dir::of`].
+    #[inline]
+    pub fn of_mut<T>(self, pair: &mut [T; 2]) -> &mut T {
+        let [c2s, s2c] = pair;
+        match self {
+            Dir::ClientToServer => c2s,
+            Dir::ServerToClient => s2c,
+        }
+    }
+    /// This direction's element and the other one's.
+    #[inline]
+    pub fn split_mut<T>(self, pair: &mut [T; 2]) -> (&mut T, &mut T) {
+        let [c2s, s2c] = pair;
+        match self {
+            Dir::ClientToServer => (c2s, s2c),
+            Dir::ServerToClient => (s2c, c2s),
+        }
+    }
 }

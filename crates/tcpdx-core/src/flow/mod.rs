@@ -1,9 +1,13 @@
 //! Connection identity: 4-tuple keys, directions, Wireshark-compatible stream indexes.
 
+mod evicted;
 mod key;
+mod lru;
 mod table;
 
+pub use evicted::{Evicted, EvictedFlows};
 pub use key::{Dir, Endpoint, FlowKey};
+pub use lru::Lru;
 pub use table::{FlowTable, Lookup};
 
 use std::fmt;

@@ -45,8 +45,26 @@ impl FlowTable {
     pub fn bind(&mut self, key: FlowKey, slot: usize) -> StreamId {
         self.map.insert(key, slot);
         let id = StreamId(self.next_stream);
-        self.next_stream += 1;
+        // 2^32 connections would take a capture of hundreds of GB; saturate rather than wrap.
+        self.next_stream = self.next_stream.saturating_add(1);
         id
+    }
+    /// Binds `key` to `slot` for a connection that keeps its stream index (resumed after
+    /// eviction).
+    pub fn rebind(&mut self, key: FlowKey, slot: usize) {
+        self.map.insert(key, slot);
+    }
+    /// Forgets `key` (its connection was evicted).
+    pub fn unbind(&mut self, key: &FlowKey) {
+        self.map.remove(key);
+    }
+    /// Number of 4-tuples bound.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    /// True if no 4-tuple is bound.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
     /// Number of stream indexes handed out.
     pub fn streams(&self) -> u32 {

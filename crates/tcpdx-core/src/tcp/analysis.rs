@@ -89,8 +89,10 @@ pub fn analyze(
 
     if seg.len != 0 && !fwd.unacked.is_empty() && fwd.valid_bif {
         // Wireshark subtracts what the peer's last SACK option covered (even if stale).
+        // More SACKed than in flight (bogus blocks, e.g. right edge before left) would wrap
+        // to a number larger than anything sent: nothing is reported instead.
         let sacked = rev.sack_delivered.unwrap_or(0);
-        let in_flight = fwd.unacked.in_flight(fwd.base_seq).wrapping_sub(sacked);
+        let in_flight = fwd.unacked.in_flight(fwd.base_seq).saturating_sub(sacked);
         if in_flight > 0 && in_flight < MAX_BYTES_IN_FLIGHT {
             // SYN and FIN occupy sequence space but are not bytes.
             let bif = in_flight - u32::from(flags.syn() || flags.fin());

@@ -5,11 +5,11 @@ pub mod half;
 pub mod stats;
 pub mod unacked;
 
-use tcpdx_wire::{FrameNo, TcpFlags, Timestamp};
+use tcpdx_wire::{FrameNo, SeqNum, TcpFlags, Timestamp};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, MAX_SACK_BLOCKS, SegmentAnalysis, SegmentDetail};
-use crate::flow::{Dir, Endpoint, FlowKey, StreamId};
+use crate::flow::{Dir, Endpoint, Evicted, FlowKey, StreamId};
 use crate::segment::Segment;
 use analysis::Verdict;
 use half::{HalfFlow, MAX_WINDOW_SHIFT, WindowScale, unwrap_rel};
@@ -72,6 +72,48 @@ impl Connection {
             expired: false,
             cap_warned: false,
         }
+    }
+
+    /// A connection evicted earlier that resumes with `seg`: same stream index, client and
+    /// relative numbering; the analysis state and statistics start afresh.
+    pub fn resume(key: FlowKey, seg: &Segment, e: &Evicted) -> Self {
+        let mut c = Self::new(e.stream, key, seg);
+        c.client = e.client;
+        for (i, h) in c.halves.iter_mut().enumerate() {
+            if let Some(Some(base)) = e.base.get(i) {
+                h.base_seq = *base;
+                h.base_set = true;
+            }
+            h.saw_syn = e.saw_syn.get(i).copied().unwrap_or(false);
+            (h.rel_seq_hint, h.rel_ack_hint) = e.hints.get(i).copied().unwrap_or((0, 0));
+        }
+        c
+    }
+
+    /// What is remembered of this connection once evicted.
+    pub fn evicted(&self) -> Evicted {
+        let [a, b] = &self.halves;
+        let base = |h: &HalfFlow| h.base_set.then_some(h.base_seq);
+        Evicted {
+            stream: self.stream,
+            client: self.client,
+            base: [base(a), base(b)],
+            saw_syn: [a.saw_syn, b.saw_syn],
+            hints: [
+                (a.rel_seq_hint, a.rel_ack_hint),
+                (b.rel_seq_hint, b.rel_ack_hint),
+            ],
+        }
+    }
+
+    /// A SYN-ACK with a new ISN in direction `dir`: its sender's relative numbers restart
+    /// at `isn` (Wireshark), and 64-bit unwrapping, of its sequence numbers and of the
+    /// peer's ACKs of them, must not continue from the old numbering.
+    pub fn restart_numbering(&mut self, dir: Dir, isn: SeqNum) {
+        let (fwd, rev) = split(&mut self.halves, dir);
+        fwd.base_seq = isn;
+        fwd.rel_seq_hint = 0;
+        rev.rel_ack_hint = 0;
     }
 
     /// Direction of a segment sent by `src`.
@@ -149,7 +191,7 @@ impl Connection {
         self.last_ts = seg.ts;
         self.last_frame = seg.frame;
         if flags.fin() {
-            self.fin[dir.idx()] = true;
+            *dir.of_mut(&mut self.fin) = true;
         }
         if flags.rst() {
             self.rst = true;
@@ -192,12 +234,14 @@ impl Connection {
             ..SegmentDetail::default()
         };
         if o.sack_count > 0 && seg.flags.ack() {
-            let peer_base = self.halves[row.dir.rev().idx()].base_seq;
+            let peer_base = row.dir.rev().of(&self.halves).base_seq;
             let n = usize::from(o.sack_count).min(MAX_SACK_BLOCKS);
             for (i, &(l, r)) in o.sack_blocks().iter().take(n).enumerate() {
                 let left = unwrap_rel(l, peer_base, row.ack);
                 let right = unwrap_rel(r, peer_base, left);
-                d.sack[i] = (left, right);
+                if let Some(b) = d.sack.get_mut(i) {
+                    *b = (left, right);
+                }
             }
             d.sack_count = n as u8;
         }
@@ -218,7 +262,7 @@ impl Connection {
         let resent = v
             .flags
             .any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
-        let s = &mut self.stats[dir.idx()];
+        let s = dir.of_mut(&mut self.stats);
         s.packets += 1;
         s.bytes += u64::from(seg.len);
         s.first_ts.get_or_insert(seg.ts);
@@ -262,7 +306,10 @@ impl Connection {
             && !m.ambiguous
             && rtt > 0
         {
-            self.stats[dir.rev().idx()].rtt.add(rtt, cfg.rtt_reservoir);
+            dir.rev()
+                .of_mut(&mut self.stats)
+                .rtt
+                .add(rtt, cfg.rtt_reservoir);
         }
     }
 
@@ -322,9 +369,5 @@ fn handshake_options(fwd: &mut HalfFlow, rev: &mut HalfFlow, seg: &Segment) {
 }
 
 fn split(halves: &mut [HalfFlow; 2], dir: Dir) -> (&mut HalfFlow, &mut HalfFlow) {
-    let (a, b) = halves.split_at_mut(1);
-    match dir {
-        Dir::ClientToServer => (&mut a[0], &mut b[0]),
-        Dir::ServerToClient => (&mut b[0], &mut a[0]),
-    }
+    dir.split_mut(halves)
 }

@@ -30,8 +30,8 @@ impl RttSamples {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         let j = (self.rng % self.count) as usize;
-        if j < cap {
-            self.samples[j] = ns;
+        if let Some(s) = self.samples.get_mut(j) {
+            *s = ns;
         }
     }
     /// Number of samples seen.
@@ -43,7 +43,11 @@ impl RttSamples {
         let (min, max) = (self.min?, self.max?);
         let mut s = self.samples.clone();
         s.sort_unstable();
-        let q = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
+        // An empty reservoir (capacity 0) falls back to the exact extremes.
+        let q = |p: f64| {
+            let i = (s.len().saturating_sub(1) as f64 * p).round() as usize;
+            s.get(i).copied().unwrap_or(if p < 0.5 { min } else { max })
+        };
         Some(RttSummary {
             count: self.count,
             min_ns: min,

@@ -1,4 +1,5 @@
 //! `tcpdx-relay`: the lab's TUN impairment relay as a standalone binary.
+#![forbid(unsafe_code)]
 use clap::Parser;
 
 #[derive(Parser)]

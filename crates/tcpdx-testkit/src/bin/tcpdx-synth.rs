@@ -6,6 +6,7 @@
 //! segments (with an ACK every second segment and one loss repaired by fast retransmission
 //! every 1000 segments), closes with FINs, and a new connection on a new port replaces it.
 //! Nothing is kept in memory, so `tcpdx-synth 20000000 | tcpdx flows -` measures tcpdx alone.
+#![forbid(unsafe_code)]
 
 use std::io;
 

@@ -345,7 +345,7 @@ impl<'a> Walk<'a> {
             Step::Llc => {
                 let at = |k| stop(Layer::Shim, off, k);
                 // LLC with the IP SAP (RFC 1042's predecessor): 3 bytes, then IPv4.
-                if buf.len() >= 3 && buf[0] == LLC_SAP_IP && buf[1] == LLC_SAP_IP {
+                if buf.len() >= 3 && buf.starts_with(&[LLC_SAP_IP, LLC_SAP_IP]) {
                     return Ok((Step::Ip, off + 3));
                 }
                 let snap = SnapSlice::from_slice(buf).map_err(at)?;

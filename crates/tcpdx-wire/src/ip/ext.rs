@@ -8,7 +8,7 @@
 //! [`ExtSlice::from_slice`] checks one header; the walk over a chain lives in the decoder,
 //! which needs each header's offset for its error reports.
 
-use crate::bytes::{be16, be32, need};
+use crate::bytes::{be16, be32, byte, need};
 use crate::error::StopKind;
 use crate::ip::proto;
 
@@ -53,13 +53,13 @@ impl<'a> ExtSlice<'a> {
         let len = match kind {
             proto::FRAGMENT => MIN_HEADER_LEN,
             // RFC 4302: length in 4-byte units, minus 2.
-            proto::AH => (usize::from(buf[field::LEN]) + 2) * 4,
-            _ => (usize::from(buf[field::LEN]) + 1) * 8,
+            proto::AH => (usize::from(byte(buf, field::LEN)) + 2) * 4,
+            _ => (usize::from(byte(buf, field::LEN)) + 1) * 8,
         };
         need(buf, len)?;
         Ok(Self {
             kind,
-            buf: &buf[..len],
+            buf: buf.get(..len).unwrap_or(buf),
         })
     }
     /// Header type (the next-header value that announced it).
@@ -68,7 +68,7 @@ impl<'a> ExtSlice<'a> {
     }
     /// The next-header value this header announces.
     pub fn next_header(&self) -> u8 {
-        self.buf[field::NEXT_HEADER]
+        byte(self.buf, field::NEXT_HEADER)
     }
     /// Length of this header in bytes.
     pub fn header_len(&self) -> usize {
@@ -86,7 +86,7 @@ impl<'a> ExtSlice<'a> {
         }
         let mut at = 2;
         while at < self.buf.len() {
-            let opt = self.buf[at];
+            let opt = byte(self.buf, at);
             if opt == OPT_PAD1 {
                 at += 1;
                 continue;

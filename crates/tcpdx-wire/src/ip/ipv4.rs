@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use crate::bytes::{be16, need};
+use crate::bytes::{arr, be16, byte, need, sub, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -42,10 +42,10 @@ impl<'a> Ipv4Slice<'a> {
     /// Checks version 4, IHL >= 5 and that `IHL * 4` bytes are present.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, 1)?;
-        if buf[field::VER_IHL] >> 4 != 4 {
+        if byte(buf, field::VER_IHL) >> 4 != 4 {
             return Err(StopKind::Malformed("IPv4 version is not 4"));
         }
-        let header_len = usize::from(buf[field::VER_IHL] & 0x0f) * 4;
+        let header_len = usize::from(byte(buf, field::VER_IHL) & 0x0f) * 4;
         if header_len < MIN_HEADER_LEN {
             return Err(StopKind::Malformed("IPv4 header length below 20"));
         }
@@ -54,11 +54,11 @@ impl<'a> Ipv4Slice<'a> {
     }
     /// Header length in bytes (IHL * 4).
     pub fn header_len(&self) -> usize {
-        usize::from(self.buf[field::VER_IHL] & 0x0f) * 4
+        usize::from(byte(self.buf, field::VER_IHL) & 0x0f) * 4
     }
     /// Type of service / DSCP + ECN byte.
     pub fn tos(&self) -> u8 {
-        self.buf[field::TOS]
+        byte(self.buf, field::TOS)
     }
     /// Total length field (0 in some TSO captures).
     pub fn total_len(&self) -> u16 {
@@ -86,11 +86,11 @@ impl<'a> Ipv4Slice<'a> {
     }
     /// Time to live.
     pub fn ttl(&self) -> u8 {
-        self.buf[field::TTL]
+        byte(self.buf, field::TTL)
     }
     /// Upper-layer protocol number.
     pub fn protocol(&self) -> u8 {
-        self.buf[field::PROTOCOL]
+        byte(self.buf, field::PROTOCOL)
     }
     /// Header checksum (not verified: Wireshark does not by default).
     pub fn checksum(&self) -> u16 {
@@ -98,15 +98,15 @@ impl<'a> Ipv4Slice<'a> {
     }
     /// Source address.
     pub fn src(&self) -> Ipv4Addr {
-        addr(&self.buf[field::SRC])
+        addr(sub(self.buf, field::SRC))
     }
     /// Destination address.
     pub fn dst(&self) -> Ipv4Addr {
-        addr(&self.buf[field::DST])
+        addr(sub(self.buf, field::DST))
     }
     /// Options bytes (between the fixed header and `header_len`).
     pub fn options(&self) -> &'a [u8] {
-        &self.buf[MIN_HEADER_LEN..self.header_len()]
+        sub(self.buf, MIN_HEADER_LEN..self.header_len())
     }
     /// The destination the datagram is routed to: the last hop of a loose or strict
     /// source route (options 0x83 / 0x89) that is not yet complete, else `dst()`.
@@ -115,7 +115,7 @@ impl<'a> Ipv4Slice<'a> {
         let opts = self.options();
         let mut i = 0;
         while i < opts.len() {
-            match opts[i] {
+            match byte(opts, i) {
                 0 => break,
                 1 => i += 1,
                 kind => {
@@ -128,7 +128,7 @@ impl<'a> Ipv4Slice<'a> {
                     let is_route = kind == 0x83 || kind == 0x89;
                     if is_route && len >= 7 && ptr <= len {
                         let last = i + 3 + (len - 3) / 4 * 4 - 4;
-                        return addr(&opts[last..last + 4]);
+                        return Ipv4Addr::from(arr::<4>(opts, last));
                     }
                     i += len;
                 }
@@ -138,12 +138,12 @@ impl<'a> Ipv4Slice<'a> {
     }
     /// Captured bytes after the header (not cut to the total length).
     pub fn rest(&self) -> &'a [u8] {
-        &self.buf[self.header_len()..]
+        tail(self.buf, self.header_len())
     }
 }
 
 fn addr(b: &[u8]) -> Ipv4Addr {
-    Ipv4Addr::new(b[0], b[1], b[2], b[3])
+    Ipv4Addr::from(arr::<4>(b, 0))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::net::Ipv6Addr;
 
-use crate::bytes::{be16, be32, need};
+use crate::bytes::{be16, be32, byte, need, sub, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -28,7 +28,7 @@ impl<'a> Ipv6Slice<'a> {
     /// Checks version 6 and that the fixed header is present.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, 1)?;
-        if buf[0] >> 4 != 6 {
+        if byte(buf, 0) >> 4 != 6 {
             return Err(StopKind::Malformed("IPv6 version is not 6"));
         }
         need(buf, HEADER_LEN)?;
@@ -48,23 +48,23 @@ impl<'a> Ipv6Slice<'a> {
     }
     /// First next-header value.
     pub fn next_header(&self) -> u8 {
-        self.buf[field::NEXT_HEADER]
+        byte(self.buf, field::NEXT_HEADER)
     }
     /// Hop limit.
     pub fn hop_limit(&self) -> u8 {
-        self.buf[field::HOP_LIMIT]
+        byte(self.buf, field::HOP_LIMIT)
     }
     /// Source address.
     pub fn src(&self) -> Ipv6Addr {
-        addr(&self.buf[field::SRC])
+        addr(sub(self.buf, field::SRC))
     }
     /// Destination address.
     pub fn dst(&self) -> Ipv6Addr {
-        addr(&self.buf[field::DST])
+        addr(sub(self.buf, field::DST))
     }
     /// Captured bytes after the fixed header.
     pub fn rest(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

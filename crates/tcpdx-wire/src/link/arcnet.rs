@@ -2,7 +2,7 @@
 //! 2-byte offset, protocol ID, then for RFC 1201 protocols a split flag (plus 4 bytes for
 //! an exception packet) and a 2-byte sequence number.
 
-use crate::bytes::need;
+use crate::bytes::{byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -36,9 +36,9 @@ impl<'a> ArcnetSlice<'a> {
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, BASE_HEADER_LEN)?;
         let mut header_len = BASE_HEADER_LEN;
-        if has_split_flag(buf[field::PROTOCOL]) {
+        if has_split_flag(byte(buf, field::PROTOCOL)) {
             need(buf, header_len + 1)?;
-            if buf[field::SPLIT_FLAG] == 0xff {
+            if byte(buf, field::SPLIT_FLAG) == 0xff {
                 // Exception packet: flag, 2 pad bytes, protocol again, then the real flag.
                 header_len += 4;
             }
@@ -49,7 +49,7 @@ impl<'a> ArcnetSlice<'a> {
     }
     /// Protocol ID.
     pub fn protocol(&self) -> u8 {
-        self.buf[field::PROTOCOL]
+        byte(self.buf, field::PROTOCOL)
     }
     /// Header length.
     pub fn header_len(&self) -> usize {
@@ -57,7 +57,7 @@ impl<'a> ArcnetSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

@@ -3,7 +3,7 @@
 //! The type/length field is an EtherType when above 1500, else an 802.3 length followed by
 //! an LLC header (see [`super::llc`]).
 
-use crate::bytes::{Field, be16, need};
+use crate::bytes::{Field, arr, be16, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -42,13 +42,12 @@ impl<'a> EthernetSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 
 fn mac(buf: &[u8], f: Field) -> [u8; 6] {
-    let b = &buf[f];
-    [b[0], b[1], b[2], b[3], b[4], b[5]]
+    arr(buf, f.start)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! FDDI MAC header (LINKTYPE_FDDI, 13 bytes): frame control, destination, source; LLC
 //! frames (frame control 0x50..=0x5f) carry an 802.2 LLC header.
 
-use crate::bytes::need;
+use crate::bytes::{byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -25,7 +25,7 @@ impl<'a> FddiSlice<'a> {
     }
     /// Frame control byte.
     pub fn frame_control(&self) -> u8 {
-        self.buf[field::FRAME_CONTROL]
+        byte(self.buf, field::FRAME_CONTROL)
     }
     /// True if the frame carries LLC (asynchronous LLC frame, any priority).
     pub fn is_llc(&self) -> bool {
@@ -33,7 +33,7 @@ impl<'a> FddiSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

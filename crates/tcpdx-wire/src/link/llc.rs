@@ -2,7 +2,7 @@
 //!
 //! Only SNAP is followed: it is how IP travels in 802.3-length frames.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{arr, be16, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -32,9 +32,9 @@ impl<'a> SnapSlice<'a> {
     /// SNAP gives `NotIp`.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, field::CONTROL + 1)?;
-        if buf[field::DSAP] != SAP_SNAP
-            || buf[field::SSAP] != SAP_SNAP
-            || buf[field::CONTROL] != CONTROL_UI
+        if byte(buf, field::DSAP) != SAP_SNAP
+            || byte(buf, field::SSAP) != SAP_SNAP
+            || byte(buf, field::CONTROL) != CONTROL_UI
         {
             return Err(StopKind::NotIp);
         }
@@ -43,8 +43,8 @@ impl<'a> SnapSlice<'a> {
     }
     /// Organisationally unique identifier (0 for encapsulated EtherTypes).
     pub fn oui(&self) -> u32 {
-        let b = &self.buf[field::OUI];
-        u32::from_be_bytes([0, b[0], b[1], b[2]])
+        let [a, b, c] = arr(self.buf, field::OUI.start);
+        u32::from_be_bytes([0, a, b, c])
     }
     /// Protocol identifier (an EtherType when the OUI is 0).
     pub fn ethertype(&self) -> u16 {
@@ -52,7 +52,7 @@ impl<'a> SnapSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[SNAP_HEADER_LEN..]
+        tail(self.buf, SNAP_HEADER_LEN)
     }
 }
 

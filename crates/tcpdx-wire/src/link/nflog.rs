@@ -5,7 +5,7 @@
 //! guessed: big-endian if a walk in that order meets a plausible non-zero type first, else
 //! little-endian if that works, else big-endian.
 
-use crate::bytes::need;
+use crate::bytes::{byte, need};
 use crate::error::StopKind;
 
 mod field {
@@ -41,11 +41,11 @@ impl<'a> NflogSlice<'a> {
     }
     /// Address family of the logged packet (`AF_INET` = 2, `AF_INET6` = 10).
     pub fn family(&self) -> u8 {
-        self.buf[field::FAMILY]
+        byte(self.buf, field::FAMILY)
     }
     /// NFLOG version (0).
     pub fn version(&self) -> u8 {
-        self.buf[field::VERSION]
+        byte(self.buf, field::VERSION)
     }
     /// True if the TLV headers were judged big-endian.
     pub fn big_endian(&self) -> bool {
@@ -114,7 +114,10 @@ impl Iterator for TlvIter<'_> {
 
 /// Reads the TLV header at `offset` if 4 bytes are there: `(length, type)`.
 fn read_tlv(buf: &[u8], offset: usize, big_endian: bool) -> Option<(usize, u16)> {
-    let b = buf.get(offset..offset.checked_add(TLV_HEADER_LEN)?)?;
+    let b: [u8; TLV_HEADER_LEN] = buf
+        .get(offset..offset.checked_add(TLV_HEADER_LEN)?)?
+        .try_into()
+        .ok()?;
     let rd = |x: [u8; 2]| {
         if big_endian {
             u16::from_be_bytes(x)

@@ -5,7 +5,7 @@
 //! little-endian machine: a few old systems put an EtherType or a 16-bit family there, and
 //! a frame starting with `ff 03` is PPP in HDLC-like framing.
 
-use crate::bytes::need;
+use crate::bytes::{arr, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -52,8 +52,7 @@ impl<'a> NullSlice<'a> {
     }
     /// The raw family bytes.
     pub fn raw(&self) -> [u8; 4] {
-        let b = &self.buf[field::FAMILY];
-        [b[0], b[1], b[2], b[3]]
+        arr(self.buf, field::FAMILY.start)
     }
     /// LINKTYPE_NULL: the family in host order, whichever that was.
     pub fn next_host_order(&self) -> NullNext {
@@ -82,7 +81,7 @@ impl<'a> NullSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -2,7 +2,7 @@
 //! (LINKTYPE_IEEE802_11_RADIOTAP): metadata of a given little-endian length, then a frame
 //! of another link type (PPI names it; radiotap is always 802.11).
 
-use crate::bytes::need;
+use crate::bytes::{arr, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -33,8 +33,7 @@ impl<'a> MetaHeaderSlice<'a> {
             return Err(StopKind::Malformed("PPI header length below 8"));
         }
         need(buf, header_len)?;
-        let d = &buf[field::PPI_DLT];
-        let inner = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        let inner = u32::from_le_bytes(arr(buf, field::PPI_DLT.start));
         Ok(Self {
             buf,
             header_len,
@@ -65,12 +64,12 @@ impl<'a> MetaHeaderSlice<'a> {
     }
     /// The inner frame.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 
 fn le16(buf: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([buf[at], buf[at + 1]])
+    u16::from_le_bytes(arr(buf, at))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! The protocol field is 1 byte when its low bit is set (protocol-field compression),
 //! else 2 bytes.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
 
 /// HDLC all-stations address.
@@ -46,13 +46,14 @@ impl<'a> PppSlice<'a> {
     /// does, a first byte of `ff` means the two framing bytes are there.
     pub fn from_hdlc_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, 1)?;
-        let start = if buf[0] == HDLC_ADDRESS { 2 } else { 0 };
+        let start = if byte(buf, 0) == HDLC_ADDRESS { 2 } else { 0 };
         Self::parse(buf, start)
     }
     fn parse(buf: &'a [u8], start: usize) -> Result<Self, StopKind> {
         need(buf, start + 1)?;
-        let (protocol, header_len) = if buf[start] & 0x01 != 0 {
-            (u16::from(buf[start]), start + 1)
+        let first = byte(buf, start);
+        let (protocol, header_len) = if first & 0x01 != 0 {
+            (u16::from(first), start + 1)
         } else {
             need(buf, start + 2)?;
             (be16(buf, start..start + 2), start + 2)
@@ -73,7 +74,7 @@ impl<'a> PppSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Linux "cooked" capture header, version 1 (LINKTYPE_LINUX_SLL, 16 bytes).
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, need, sub, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -52,7 +52,7 @@ impl<'a> SllSlice<'a> {
     }
     /// The 8-byte link-layer address field (first `halen` bytes meaningful).
     pub fn addr(&self) -> &'a [u8] {
-        &self.buf[field::ADDR]
+        sub(self.buf, field::ADDR)
     }
     /// Protocol: an EtherType, or a Linux `ETH_P_*` code when `<= 1536`.
     pub fn protocol(&self) -> u16 {
@@ -60,7 +60,7 @@ impl<'a> SllSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Linux "cooked" capture header, version 2 (LINKTYPE_LINUX_SLL2, 20 bytes).
 
-use crate::bytes::{be16, be32, need};
+use crate::bytes::{be16, be32, byte, need, sub, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -42,19 +42,19 @@ impl<'a> Sll2Slice<'a> {
     }
     /// Packet type (0 to us, 4 sent by us, ...).
     pub fn packet_type(&self) -> u8 {
-        self.buf[field::PKTTYPE]
+        byte(self.buf, field::PKTTYPE)
     }
     /// Link-layer address length.
     pub fn halen(&self) -> u8 {
-        self.buf[field::HALEN]
+        byte(self.buf, field::HALEN)
     }
     /// The 8-byte link-layer address field.
     pub fn addr(&self) -> &'a [u8] {
-        &self.buf[field::ADDR]
+        sub(self.buf, field::ADDR)
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -3,7 +3,7 @@
 //! 4 bytes + EtherType) and Cisco FabricPath (0x8903: 2 bytes of FTag/TTL, then a whole
 //! inner Ethernet frame, then a 4-byte FCS).
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, need, tail};
 use crate::error::StopKind;
 
 /// E-Tag length including the inner EtherType.
@@ -38,7 +38,7 @@ impl<'a> TagSlice<'a> {
     }
     /// Bytes after the tag.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.len..]
+        tail(self.buf, self.len)
     }
 }
 

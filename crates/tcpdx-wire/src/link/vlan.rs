@@ -1,6 +1,6 @@
 //! IEEE 802.1Q / 802.1ad VLAN tag (4 bytes after the tag's EtherType).
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -38,7 +38,7 @@ impl<'a> VlanSlice<'a> {
     }
     /// Bytes after the tag.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -4,7 +4,7 @@
 //! bytes, +6 for a fourth address (To DS and From DS), +2 for QoS control, +4 for HT
 //! control (Order flag on a QoS frame).
 
-use crate::bytes::need;
+use crate::bytes::{arr, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -43,12 +43,8 @@ impl<'a> WlanSlice<'a> {
     /// Non-data, body-less, protected, fragmented and A-MSDU frames give `NotIp`.
     pub fn from_slice(buf: &'a [u8], swapped_fc: bool) -> Result<Self, StopKind> {
         need(buf, 2)?;
-        let raw = &buf[field::FRAME_CONTROL];
-        let fc = if swapped_fc {
-            [raw[1], raw[0]]
-        } else {
-            [raw[0], raw[1]]
-        };
+        let [a, b] = arr(buf, field::FRAME_CONTROL.start);
+        let fc = if swapped_fc { [b, a] } else { [a, b] };
         let (kind, subtype, flags) = ((fc[0] >> 2) & 0x03, fc[0] >> 4, fc[1]);
         if kind != TYPE_DATA || subtype & SUBTYPE_NO_BODY != 0 {
             return Err(StopKind::NotIp);
@@ -70,7 +66,7 @@ impl<'a> WlanSlice<'a> {
             fc,
             header_len,
         };
-        let amsdu = subtype & SUBTYPE_QOS != 0 && buf[qos_at] & QOS_AMSDU != 0;
+        let amsdu = subtype & SUBTYPE_QOS != 0 && byte(buf, qos_at) & QOS_AMSDU != 0;
         if flags & FLAG_PROTECTED != 0 || s.is_fragment() || amsdu {
             return Err(StopKind::NotIp);
         }
@@ -90,7 +86,7 @@ impl<'a> WlanSlice<'a> {
     pub fn fragment_number(&self) -> u8 {
         // 802.11 fields are little-endian: the fragment number is the low nibble of the
         // first sequence-control byte.
-        self.buf[field::SEQ_CTRL.start] & 0x0f
+        byte(self.buf, field::SEQ_CTRL.start) & 0x0f
     }
     /// Header length.
     pub fn header_len(&self) -> usize {
@@ -98,7 +94,7 @@ impl<'a> WlanSlice<'a> {
     }
     /// The frame body (LLC header first).
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

@@ -6,7 +6,7 @@
 
 pub mod option;
 
-use crate::bytes::{be16, be32, need};
+use crate::bytes::{be16, be32, byte, need, sub, tail};
 use crate::decode::TcpFlags;
 use crate::error::StopKind;
 use crate::seq::SeqNum;
@@ -44,7 +44,7 @@ impl<'a> TcpSlice<'a> {
     /// whole header (options included) was captured.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, MIN_HEADER_LEN)?;
-        let header_len = usize::from(buf[field::OFFSET_FLAGS.start] >> 4) * 4;
+        let header_len = usize::from(byte(buf, field::OFFSET_FLAGS.start) >> 4) * 4;
         if header_len < MIN_HEADER_LEN {
             return Err(StopKind::Malformed("TCP data offset below 5"));
         }
@@ -69,7 +69,7 @@ impl<'a> TcpSlice<'a> {
     }
     /// Header length in bytes (data offset * 4, 20..=60).
     pub fn header_len(&self) -> usize {
-        usize::from(self.buf[field::OFFSET_FLAGS.start] >> 4) * 4
+        usize::from(byte(self.buf, field::OFFSET_FLAGS.start) >> 4) * 4
     }
     /// The 9 flag bits (NS/AE, CWR, ECE, URG, ACK, PSH, RST, SYN, FIN).
     pub fn flags(&self) -> TcpFlags {
@@ -89,7 +89,7 @@ impl<'a> TcpSlice<'a> {
     }
     /// Raw option bytes.
     pub fn options_raw(&self) -> &'a [u8] {
-        &self.buf[field::options(self.header_len())]
+        sub(self.buf, field::options(self.header_len()))
     }
     /// Iterator over the options.
     pub fn options_iter(&self) -> TcpOptionsIter<'a> {
@@ -97,7 +97,7 @@ impl<'a> TcpSlice<'a> {
     }
     /// Captured bytes after the header.
     pub fn rest(&self) -> &'a [u8] {
-        &self.buf[self.header_len()..]
+        tail(self.buf, self.header_len())
     }
 }
 

@@ -135,11 +135,11 @@ impl<'a> Iterator for TcpOptionsIter<'a> {
             return Some(Err(TcpOptionError::Overrun { kind, offset }));
         };
         self.offset += len_usize;
-        let data = &opt[2..];
+        let data = opt.get(2..).unwrap_or_default();
         let bad = Err(TcpOptionError::BadLength { kind, len });
         Some(match kind {
             kind::MSS if data.len() == 2 => Ok(TcpOption::MaxSegmentSize(be16(data, 0..2))),
-            kind::WINDOW_SCALE if data.len() == 1 => Ok(TcpOption::WindowScale(data[0])),
+            kind::WINDOW_SCALE if let [shift] = data => Ok(TcpOption::WindowScale(*shift)),
             kind::SACK_PERMITTED if data.is_empty() => Ok(TcpOption::SackPermitted),
             kind::SACK if !data.is_empty() && data.len() % 8 == 0 => {
                 let mut blocks = [(SeqNum(0), SeqNum(0)); MAX_SACK_BLOCKS];

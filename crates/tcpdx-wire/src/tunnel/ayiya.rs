@@ -2,7 +2,7 @@
 //! `2^idlen` bytes and a signature of `siglen * 4` bytes; a forward message (opcode 1)
 //! carries the IP protocol named by its next-header byte.
 
-use crate::bytes::need;
+use crate::bytes::{byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -28,19 +28,19 @@ impl<'a> AyiyaSlice<'a> {
     /// Checks the fixed part, the identity and the signature.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, MIN_HEADER_LEN)?;
-        let id_len = 1usize << (buf[field::ID_LEN_TYPE] >> 4);
-        let sig_len = usize::from(buf[field::SIG_LEN_HASH] >> 4) * 4;
+        let id_len = 1usize << (byte(buf, field::ID_LEN_TYPE) >> 4);
+        let sig_len = usize::from(byte(buf, field::SIG_LEN_HASH) >> 4) * 4;
         let header_len = MIN_HEADER_LEN + id_len + sig_len;
         need(buf, header_len)?;
         Ok(Self { buf, header_len })
     }
     /// Operation code (1 = forward).
     pub fn opcode(&self) -> u8 {
-        self.buf[field::AUTH_OPCODE] & 0x0f
+        byte(self.buf, field::AUTH_OPCODE) & 0x0f
     }
     /// IP protocol number of the payload.
     pub fn next_header(&self) -> u8 {
-        self.buf[field::NEXT_HEADER]
+        byte(self.buf, field::NEXT_HEADER)
     }
     /// Header length.
     pub fn header_len(&self) -> usize {
@@ -48,7 +48,7 @@ impl<'a> AyiyaSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

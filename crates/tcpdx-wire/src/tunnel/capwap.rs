@@ -2,7 +2,7 @@
 //! included; the T flag says whether the payload is in the native format of the wireless
 //! binding (802.11 when WBID is 1) or an Ethernet frame.
 
-use crate::bytes::{be32, need};
+use crate::bytes::{be32, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -28,7 +28,7 @@ impl<'a> CapwapSlice<'a> {
     /// Checks preamble type 0 (a CAPWAP header, not DTLS) and `HLEN * 4` bytes.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, MIN_HEADER_LEN)?;
-        if buf[field::PREAMBLE] != 0 {
+        if byte(buf, field::PREAMBLE) != 0 {
             return Err(StopKind::NotIp);
         }
         let s = Self { buf };
@@ -59,7 +59,7 @@ impl<'a> CapwapSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len()..]
+        tail(self.buf, self.header_len())
     }
 }
 

@@ -5,7 +5,7 @@
 //! Like Wireshark, a 0x88be packet whose GRE header has no sequence number is ERSPAN
 //! type I: no ERSPAN header at all, the Ethernet frame starts right after GRE.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -43,7 +43,7 @@ impl<'a> ErspanSlice<'a> {
     pub fn type_iii(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, TYPE_III_HEADER_LEN)?;
         let mut header_len = TYPE_III_HEADER_LEN;
-        if buf[field::III_FLAGS] & 0x01 != 0 {
+        if byte(buf, field::III_FLAGS) & 0x01 != 0 {
             header_len += TYPE_III_SUBHEADER_LEN;
         }
         need(buf, header_len)?;
@@ -67,7 +67,7 @@ impl<'a> ErspanSlice<'a> {
     }
     /// The mirrored frame.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

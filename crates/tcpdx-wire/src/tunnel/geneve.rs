@@ -1,7 +1,7 @@
 //! Geneve header (RFC 8926): 8 fixed bytes plus `opt_len * 4` bytes of options, then a
 //! payload named by an EtherType (0x6558 Ethernet, 0x0800 IPv4, 0x86dd IPv6).
 
-use crate::bytes::{be16, need};
+use crate::bytes::{arr, be16, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -31,11 +31,11 @@ impl<'a> GeneveSlice<'a> {
     }
     /// Version (2 bits, 0).
     pub fn version(&self) -> u8 {
-        self.buf[field::VER_OPTLEN] >> 6
+        byte(self.buf, field::VER_OPTLEN) >> 6
     }
     /// Flags byte (O and C bits).
     pub fn flags(&self) -> u8 {
-        self.buf[field::FLAGS]
+        byte(self.buf, field::FLAGS)
     }
     /// Payload protocol (an EtherType).
     pub fn protocol(&self) -> u16 {
@@ -43,16 +43,16 @@ impl<'a> GeneveSlice<'a> {
     }
     /// Virtual network identifier.
     pub fn vni(&self) -> u32 {
-        let b = &self.buf[field::VNI];
-        u32::from_be_bytes([0, b[0], b[1], b[2]])
+        let [a, b, c] = arr(self.buf, field::VNI.start);
+        u32::from_be_bytes([0, a, b, c])
     }
     /// Header length, options included.
     pub fn header_len(&self) -> usize {
-        MIN_HEADER_LEN + usize::from(self.buf[field::VER_OPTLEN] & 0x3f) * 4
+        MIN_HEADER_LEN + usize::from(byte(self.buf, field::VER_OPTLEN) & 0x3f) * 4
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len()..]
+        tail(self.buf, self.header_len())
     }
 }
 

@@ -3,7 +3,7 @@
 //! 4 fixed bytes, then optional checksum+offset (C or R flag), key (K), sequence (S),
 //! acknowledgement (A, version 1 only) and, with R, source route entries until a null one.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -58,7 +58,7 @@ impl<'a> GreSlice<'a> {
             loop {
                 need(buf, len + 4)?;
                 let family = be16(buf, len..len + 2);
-                let sre_len = usize::from(buf[len + 3]);
+                let sre_len = usize::from(byte(buf, len + 3));
                 len += 4 + sre_len;
                 if family == 0 && sre_len == 0 {
                     break;
@@ -89,7 +89,7 @@ impl<'a> GreSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

@@ -3,7 +3,7 @@
 //! `4 * n` bytes long with the next type in its last byte. A G-PDU (type 255) carries an
 //! IP packet.
 
-use crate::bytes::{be16, be32, need};
+use crate::bytes::{be16, be32, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -39,24 +39,24 @@ impl<'a> GtpUSlice<'a> {
     /// Checks version 1, then the optional word and every extension header.
     pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, MIN_HEADER_LEN)?;
-        if buf[field::FLAGS] >> 5 != 1 {
+        if byte(buf, field::FLAGS) >> 5 != 1 {
             return Err(StopKind::Malformed("GTP version is not 1"));
         }
-        let flags = buf[field::FLAGS];
+        let flags = byte(buf, field::FLAGS);
         let mut len = MIN_HEADER_LEN;
         if flags & (FLAG_E | FLAG_S | FLAG_PN) != 0 {
             need(buf, OPT_HEADER_LEN)?;
             len = OPT_HEADER_LEN;
             if flags & FLAG_E != 0 {
-                let mut next = buf[field::NEXT_EXT];
+                let mut next = byte(buf, field::NEXT_EXT);
                 while next != 0 {
                     need(buf, len + 1)?;
-                    let ext_len = usize::from(buf[len]) * 4;
+                    let ext_len = usize::from(byte(buf, len)) * 4;
                     if ext_len == 0 {
                         return Err(StopKind::Malformed("GTP extension header length 0"));
                     }
                     need(buf, len + ext_len)?;
-                    next = buf[len + ext_len - 1];
+                    next = byte(buf, len + ext_len - 1);
                     len += ext_len;
                 }
             }
@@ -68,7 +68,7 @@ impl<'a> GtpUSlice<'a> {
     }
     /// Message type (255 = G-PDU).
     pub fn message_type(&self) -> u8 {
-        self.buf[field::MSG_TYPE]
+        byte(self.buf, field::MSG_TYPE)
     }
     /// Length field: bytes after the mandatory 8-byte part.
     pub fn length(&self) -> u16 {
@@ -84,7 +84,7 @@ impl<'a> GtpUSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

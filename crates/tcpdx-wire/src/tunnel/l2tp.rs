@@ -2,7 +2,7 @@
 //! length (L), tunnel and session IDs, optional Ns/Nr (S), optional offset size and
 //! padding (O). Data messages (T clear) carry a PPP frame.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -64,7 +64,7 @@ impl<'a> L2tpSlice<'a> {
     }
     /// The PPP frame.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

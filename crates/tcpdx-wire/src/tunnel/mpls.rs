@@ -3,7 +3,7 @@
 //! What follows the stack is not announced; like Wireshark, the first nibble decides
 //! (4: IPv4, 6: IPv6, 0: a pseudowire control word then Ethernet).
 
-use crate::bytes::{be32, need};
+use crate::bytes::{be32, byte, need, tail};
 use crate::error::StopKind;
 
 /// Length of one label stack entry.
@@ -26,7 +26,7 @@ impl<'a> MplsSlice<'a> {
             let at = depth * ENTRY_LEN;
             need(buf, at + ENTRY_LEN)?;
             depth += 1;
-            if buf[at + 2] & 0x01 != 0 {
+            if byte(buf, at + 2) & 0x01 != 0 {
                 break;
             }
         }
@@ -46,7 +46,7 @@ impl<'a> MplsSlice<'a> {
     }
     /// Bytes after the stack.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len()..]
+        tail(self.buf, self.header_len())
     }
 }
 

@@ -1,6 +1,6 @@
 //! PPPoE session header (RFC 2516), 6 bytes, followed by a PPP protocol field.
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -28,11 +28,11 @@ impl<'a> PppoeSlice<'a> {
     }
     /// Version and type nibbles (0x11).
     pub fn ver_type(&self) -> u8 {
-        self.buf[field::VER_TYPE]
+        byte(self.buf, field::VER_TYPE)
     }
     /// Code (0 for session data).
     pub fn code(&self) -> u8 {
-        self.buf[field::CODE]
+        byte(self.buf, field::CODE)
     }
     /// Session identifier.
     pub fn session(&self) -> u16 {
@@ -44,7 +44,7 @@ impl<'a> PppoeSlice<'a> {
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Teredo (RFC 4380, UDP port 3544): IPv6 in UDP, optionally preceded by an
 //! authentication indicator (type 0x0001) and/or an origin indication (type 0x0000).
 
-use crate::bytes::{be16, need};
+use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
 
 /// Type value of the authentication indicator.
@@ -29,7 +29,10 @@ impl<'a> TeredoSlice<'a> {
         let mut len = 0;
         if be16(buf, 0..2) == AUTH_TYPE {
             need(buf, AUTH_FIXED_LEN)?;
-            len += AUTH_FIXED_LEN + usize::from(buf[2]) + usize::from(buf[3]) + AUTH_TRAILER_LEN;
+            len += AUTH_FIXED_LEN
+                + usize::from(byte(buf, 2))
+                + usize::from(byte(buf, 3))
+                + AUTH_TRAILER_LEN;
             need(buf, len + 2)?;
         }
         if be16(buf, len..len + 2) == ORIGIN_TYPE {
@@ -47,7 +50,7 @@ impl<'a> TeredoSlice<'a> {
     }
     /// The encapsulated packet.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[self.header_len..]
+        tail(self.buf, self.header_len)
     }
 }
 

@@ -1,7 +1,7 @@
 //! VXLAN header (RFC 7348), 8 bytes, then an Ethernet frame; VXLAN-GPE (UDP port 4790)
 //! uses the same 8 bytes with a next-protocol byte at offset 3.
 
-use crate::bytes::need;
+use crate::bytes::{arr, byte, need, tail};
 use crate::error::StopKind;
 
 mod field {
@@ -40,20 +40,20 @@ impl<'a> VxlanSlice<'a> {
     }
     /// Flags byte (0x08: VNI valid).
     pub fn flags(&self) -> u8 {
-        self.buf[field::FLAGS]
+        byte(self.buf, field::FLAGS)
     }
     /// VXLAN network identifier (24 bits).
     pub fn vni(&self) -> u32 {
-        let b = &self.buf[field::VNI];
-        u32::from_be_bytes([0, b[0], b[1], b[2]])
+        let [a, b, c] = arr(self.buf, field::VNI.start);
+        u32::from_be_bytes([0, a, b, c])
     }
     /// VXLAN-GPE: the next-protocol byte.
     pub fn gpe_next_protocol(&self) -> u8 {
-        self.buf[field::GPE_NEXT_PROTOCOL]
+        byte(self.buf, field::GPE_NEXT_PROTOCOL)
     }
     /// The inner Ethernet frame.
     pub fn payload(&self) -> &'a [u8] {
-        &self.buf[HEADER_LEN..]
+        tail(self.buf, HEADER_LEN)
     }
 }
 
