@@ -61,6 +61,7 @@ pub struct Common {
     /// Connections tracked at once; beyond it the least recently active one is evicted:
     /// counted and summed in the output (not listed), and if it resumes it keeps its stream
     /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    /// With several threads each tracks its share, so which ones are evicted depends on them.
     #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
     pub max_flows: usize,
 }
@@ -112,6 +113,7 @@ pub struct DiagnoseArgs {
     /// Connections tracked at once; beyond it the least recently active one is evicted:
     /// counted and summed in the output (not listed), and if it resumes it keeps its stream
     /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
+    /// With several threads each tracks its share, so which ones are evicted depends on them.
     #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
     pub max_flows: usize,
     /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
