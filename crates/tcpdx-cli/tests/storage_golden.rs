@@ -244,3 +244,57 @@ fn golden_iscsi_queue_depth() {
     assert!(c["outstanding_max"].as_u64().unwrap() >= 4, "{c}");
     assert!(c["io_size_mean"].as_f64().unwrap() > 60_000.0, "{c}");
 }
+
+fn diagnose_json(path: &Path) -> Value {
+    let out = run(&["diagnose", "--json", path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn findings_of<'a>(v: &'a Value, kind: &str) -> Vec<&'a Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn diagnose_tells_a_request_limited_client() {
+    // iscsi-perf -m 4 -b 128: 4 x 64 KiB outstanding over a 10 ms round trip.
+    let v = diagnose_json(&lab("iscsi_read_clean", "client"));
+    let f = findings_of(&v, "application-limited");
+    assert_eq!(f.len(), 1, "{v:#}");
+    let text = f[0]["explanation"].as_str().unwrap();
+    assert!(text.starts_with("Request-limited client"), "{text}");
+    assert!(text.contains("request(s) of 64 KiB outstanding"), "{text}");
+    assert!(
+        findings_of(&v, "path-limited").is_empty(),
+        "no longer healthy"
+    );
+}
+
+#[test]
+fn diagnose_places_the_case003_stall_at_the_server() {
+    // See: ../shared/cases/003_a555277df593d0fd.txt
+    let v = diagnose_json(&lab("case003_nfs_write_stall", "client"));
+    let f = findings_of(&v, "fixed-duration-stall");
+    assert_eq!(f.len(), 1);
+    let text = f[0]["explanation"].as_str().unwrap();
+    assert!(text.contains("GETATTR"), "{text}");
+    assert!(text.contains("took 5.006 s"), "{text}");
+    assert!(text.contains("the server held the reply"), "{text}");
+    let frames: Vec<u64> = f[0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["frame"].as_u64().unwrap())
+        .collect();
+    assert!(frames.contains(&42) && frames.contains(&44), "{frames:?}");
+}
