@@ -298,3 +298,27 @@ fn diagnose_places_the_case003_stall_at_the_server() {
         .collect();
     assert!(frames.contains(&42) && frames.contains(&44), "{frames:?}");
 }
+
+#[test]
+fn diagnose_tells_a_slow_server_from_a_request_limited_client() {
+    // Lab: iscsi_read_slow_server (tgtd stopped 20 ms of every 25 ms, RTT 2 ms, 4 commands
+    // outstanding) and iscsi_read_qd1 (1 command outstanding, RTT 10 ms), both sides.
+    for side in ["client", "server"] {
+        let slow = diagnose_json(&lab("iscsi_read_slow_server", side));
+        let f = findings_of(&slow, "application-limited");
+        assert_eq!(f.len(), 1, "{side}: {slow:#}");
+        let text = f[0]["explanation"].as_str().unwrap();
+        assert!(text.starts_with("Slow server"), "{side}: {text}");
+
+        let qd1 = diagnose_json(&lab("iscsi_read_qd1", side));
+        let f = findings_of(&qd1, "application-limited");
+        assert_eq!(f.len(), 1, "{side}: {qd1:#}");
+        let text = f[0]["explanation"].as_str().unwrap();
+        assert!(text.starts_with("Request-limited client"), "{side}: {text}");
+        // One 64 KiB command in flight (about 1 from the server side too).
+        assert!(
+            text.contains("keeps 1.0 request(s)") || text.contains("keeps 0.9 request(s)"),
+            "{side}: {text}"
+        );
+    }
+}

@@ -365,6 +365,15 @@ fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
         rtt
     };
     let network = rtt_part + c.data_reply_transfer_mean_s;
+    // Next to the server a request is outstanding only while the server holds it; the
+    // client keeps it outstanding a round trip longer (Little's law: same throughput).
+    let client_view = if conn.capture_point == CapturePoint::NearServer && c.data_srt_mean_s > 0.0 {
+        (c.data_srt_mean_s + rtt) / c.data_srt_mean_s
+    } else {
+        1.0
+    };
+    let outstanding = c.outstanding_mean * client_view;
+    let outstanding_bytes = c.bytes_outstanding_mean * client_view;
     let server = (c.data_srt_mean_s - network).max(0.0);
     let moved = (c.read_bytes + c.write_bytes) as f64;
     let achieved_bps = moved * 8.0 / c.active_s;
@@ -387,21 +396,20 @@ fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
     if server > SERVER_SHARE * c.data_srt_mean_s && server > 0.002 {
         f.confidence = 0.7;
         f.explanation = format!(
-            "Slow server: {per_op}. The server's time dominates; keeping more requests outstanding only queues them there (mean {:.1} in flight).",
-            c.outstanding_mean
+            "Slow server: {per_op}. The server's time dominates; keeping more requests outstanding only queues them there (mean {outstanding:.1} in flight)."
         );
         f.recommendations = vec![
             "Look at the server: its storage latency, CPU, locks or throttling; the network is not the bottleneck.".into(),
         ];
         return Some(f);
     }
-    if c.bytes_outstanding_mean < BDP_SHARE * bdp {
+    if outstanding_bytes < BDP_SHARE * bdp {
         f.confidence = 0.7;
         f.explanation = format!(
             "Request-limited client: it keeps {:.1} request(s) of {} outstanding on average ({} in flight), while the path needs at least {} (bandwidth-delay product at {:.1} Mb/s and {:.1} ms round trip): {:.1} Mb/s achieved. {per_op}.",
-            c.outstanding_mean,
+            outstanding,
             human_bytes(c.io_size_mean),
-            human_bytes(c.bytes_outstanding_mean),
+            human_bytes(outstanding_bytes),
             human_bytes(bdp),
             path_bps / 1e6,
             rtt * 1e3,
