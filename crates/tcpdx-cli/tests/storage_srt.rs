@@ -46,6 +46,8 @@ const LAB_STORAGE: &[&str] = &[
     "smb3_read_clean",
     "smb3_write_loss1pct",
     "iscsi_read_clean",
+    "iscsi_read_slow_server",
+    "iscsi_read_qd1",
     "case003_nfs_write_stall",
 ];
 

@@ -172,6 +172,14 @@ pub enum Workload {
         server_stall_ms: u32,
         /// Server-side congestion control (netns default; reno or bbr).
         server_cc: String,
+        /// Slow server: `(stopped_ms, running_ms)`: the server process is stopped
+        /// (SIGSTOP) for the first and runs for the second, over and over, while the client
+        /// works (None = never).
+        #[serde(default)]
+        server_duty_ms: Option<(u32, u32)>,
+        /// iSCSI: commands the initiator keeps outstanding (iscsi-perf -m; None = 4).
+        #[serde(default)]
+        queue_depth: Option<u32>,
     },
 }
 
@@ -272,6 +280,8 @@ fn storage(op: StorageOp) -> Workload {
         short_mib: 2,
         server_stall_ms: 0,
         server_cc: "reno".into(),
+        server_duty_ms: None,
+        queue_depth: None,
     }
 }
 
@@ -450,6 +460,34 @@ pub fn registry() -> Vec<Scenario> {
         s.expect.no_retransmissions = true;
         v.push(s);
     }
+    // A slow server and a request-limited client, to be told apart by `tcpdx diagnose`.
+    let mut slow = storage(StorageOp::IscsiRead);
+    if let Workload::Storage { server_duty_ms, .. } = &mut slow {
+        *server_duty_ms = Some((20, 5));
+    }
+    let mut s = base(
+        "iscsi_read_slow_server",
+        "iSCSI read (iscsi-perf -m 4 -b 128) from a slow target: tgtd stopped 20 ms of every 25 ms, RTT 2 ms",
+        slow,
+    );
+    s.snaplen = 0;
+    // A stopped target cannot answer: the initiator's tail-loss probes may retransmit.
+    if let Some(r) = &mut s.relay {
+        r.delay_ms = 1.0;
+    }
+    v.push(s);
+    let mut qd1 = storage(StorageOp::IscsiRead);
+    if let Workload::Storage { queue_depth, .. } = &mut qd1 {
+        *queue_depth = Some(1);
+    }
+    let mut s = base(
+        "iscsi_read_qd1",
+        "iSCSI read with one command outstanding (iscsi-perf -m 1 -b 128): a request-limited client, RTT 10 ms",
+        qd1,
+    );
+    s.snaplen = 0;
+    s.expect.no_retransmissions = true;
+    v.push(s);
     for (name, op, port) in [
         ("smb3_write_loss1pct", StorageOp::Smb3Write, 445),
         ("nfs3_write_loss1pct", StorageOp::Nfs3Write, 2049),
@@ -476,6 +514,8 @@ pub fn registry() -> Vec<Scenario> {
             short_mib: 4,
             server_stall_ms: 5000,
             server_cc: "reno".into(),
+            server_duty_ms: None,
+            queue_depth: None,
         },
     );
     s.snaplen = 0;

@@ -259,6 +259,8 @@ impl Services {
             mib,
             short_mib,
             server_stall_ms,
+            server_duty_ms,
+            queue_depth,
             ..
         } = &sc.workload
         else {
@@ -332,7 +334,7 @@ impl Services {
                     "-i".into(),
                     INITIATOR_IQN.into(),
                     "-m".into(),
-                    "4".into(),
+                    queue_depth.unwrap_or(4).to_string(),
                     "-b".into(),
                     "128".into(),
                     "-t".into(),
@@ -361,16 +363,32 @@ impl Services {
                 }])?,
             )?;
         }
+        let server = self.children.last().map(|c| c.id() as i32);
         let st = loop {
             if let Some(st) = child.try_wait()? {
                 break st;
             }
             if t0.elapsed() > Duration::from_secs(120) {
                 let _ = child.kill();
+                if let Some(pid) = server {
+                    crate::sys::send_signal(pid, libc::SIGCONT);
+                }
                 bail!("{prog} did not finish within 120 s");
             }
-            std::thread::sleep(Duration::from_millis(20));
+            match (server_duty_ms, server) {
+                // Slow server: stopped, then running, in a loop while the client works.
+                (Some((stopped, running)), Some(pid)) => {
+                    crate::sys::send_signal(pid, libc::SIGSTOP);
+                    std::thread::sleep(Duration::from_millis(u64::from(*stopped)));
+                    crate::sys::send_signal(pid, libc::SIGCONT);
+                    std::thread::sleep(Duration::from_millis(u64::from(*running)));
+                }
+                _ => std::thread::sleep(Duration::from_millis(20)),
+            }
         };
+        if let Some(pid) = server {
+            crate::sys::send_signal(pid, libc::SIGCONT);
+        }
         let secs = t0.elapsed().as_secs_f64();
         let text = std::fs::read_to_string(&cout).unwrap_or_default()
             + &std::fs::read_to_string(cout.with_extension("err")).unwrap_or_default();

@@ -28,5 +28,6 @@ pub mod tracker;
 pub use tracker::{DecodeAs, Decoder, StorageConfig, Tracker};
 pub mod srt;
 pub use srt::{SrtCollector, SrtConfig, SrtReport};
+pub mod findings;
 pub mod iscsi;
 pub mod smb2;

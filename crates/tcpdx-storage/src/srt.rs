@@ -325,6 +325,10 @@ pub struct StreamSummary {
     pub write_bytes: u64,
     /// Mean SRT of data operations (s).
     pub data_srt_mean_s: f64,
+    /// Data operations (READ/WRITE) answered.
+    pub data_transactions: u64,
+    /// Mean time from a data reply's first byte to its last (s): its transfer time.
+    pub data_reply_transfer_mean_s: f64,
 }
 
 /// SMB2 credits of one connection.
@@ -454,6 +458,7 @@ struct StreamAcc {
     io_bytes: u64,
     read_bytes: u64,
     write_bytes: u64,
+    reply_xfer_total: i128,
 }
 
 impl StreamAcc {
@@ -512,6 +517,11 @@ impl SrtCollector {
             credits: FxHashMap::default(),
             notices: NoticeCounts::default(),
         }
+    }
+
+    /// The capture start, once known.
+    pub fn origin_ns(&self) -> Option<i64> {
+        self.origin
     }
 
     fn origin(&mut self, ts: i64) -> i64 {
@@ -679,6 +689,10 @@ impl SrtCollector {
                     read_bytes: s.read_bytes,
                     write_bytes: s.write_bytes,
                     data_srt_mean_s: s.data_srt_total as f64 / s.data_count.max(1) as f64 / 1e9,
+                    data_transactions: s.data_count,
+                    data_reply_transfer_mean_s: s.reply_xfer_total as f64
+                        / s.data_count.max(1) as f64
+                        / 1e9,
                 }
             })
             .collect();
@@ -869,6 +883,9 @@ impl StorageSink for SrtCollector {
             s.io_bytes += io.len;
             s.data_count += 1;
             s.data_srt_total += i128::from(srt);
+            if let Some(r) = t.reply {
+                s.reply_xfer_total += i128::from(r.last.ts.since(r.first.ts));
+            }
             match io.kind {
                 IoKind::Read => s.read_bytes += moved,
                 _ => s.write_bytes += moved,

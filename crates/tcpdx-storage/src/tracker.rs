@@ -339,6 +339,7 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         if !self.open(a) {
             return;
         }
+        self.sink.tcp_segment(a);
         let Some(conn) = self.conns.get_mut(&stream) else {
             return;
         };

@@ -208,6 +208,9 @@ pub trait StorageSink {
     fn request(&mut self, _r: &Request) {}
     /// The capture's first frame was at `ts` (called once, before anything else).
     fn start(&mut self, _ts: tcpdx_wire::Timestamp) {}
+    /// A TCP segment of a storage connection (for correlating transactions with TCP
+    /// events), before its payload is parsed.
+    fn tcp_segment(&mut self, _a: &tcpdx_core::SegmentAnalysis) {}
 }
 
 /// A request as seen at its last byte (before its reply).

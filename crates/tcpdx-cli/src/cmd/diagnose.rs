@@ -7,7 +7,33 @@ use anyhow::Result;
 use tcpdx_detect::{Diagnoser, Diagnosis, Severity};
 use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text};
 
+use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning};
+use tcpdx_storage::findings::{StorageEvidence, add_findings};
+use tcpdx_storage::{StorageConfig, Tracker};
+
 use crate::flags::{DiagnoseArgs, FailOn};
+
+/// The TCP diagnoser and the storage transactions fed side by side.
+struct WithStorage {
+    diag: Diagnoser,
+    storage: Tracker<StorageEvidence>,
+}
+
+impl EventSink for WithStorage {
+    fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        self.diag.segment_detail(a, d);
+        self.storage.segment_detail(a, d);
+    }
+    fn payload(&mut self, a: &SegmentAnalysis, p: &[u8]) {
+        self.storage.payload(a, p);
+    }
+    fn flow(&mut self, f: &FlowSummary) {
+        self.diag.flow(f);
+    }
+    fn warning(&mut self, w: &Warning) {
+        self.diag.warning(w);
+    }
+}
 use crate::run::{analyze, open, out_err};
 
 /// Runs `tcpdx diagnose`.
@@ -16,9 +42,14 @@ pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
     let several = a.files.len() > 1;
     for file in &a.files {
         let common = a.common(file.clone());
-        let mut diag = Diagnoser::new();
-        analyze(open(&common)?, &common, &mut diag, |_| false)?;
-        let mut d = diag.finish();
+        let mut both = WithStorage {
+            diag: Diagnoser::new(),
+            storage: Tracker::new(StorageConfig::default(), StorageEvidence::new()),
+        };
+        analyze(open(&common)?, &common, &mut both, |_| false)?;
+        both.storage.finish();
+        let mut d = both.diag.finish();
+        add_findings(both.storage.sink(), &mut d);
         if several {
             for f in &mut d.findings {
                 f.file = Some(file.display().to_string());

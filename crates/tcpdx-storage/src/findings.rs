@@ -1,0 +1,443 @@
+//! Storage findings for the diagnosis layer: what the transactions add to tcpdx-detect's
+//! TCP findings.
+//!
+//! - `application-limited` with storage numbers: outstanding I/O versus the path's
+//!   bandwidth-delay product ("the client keeps 4 x 64 KiB outstanding; the path needs
+//!   391 KB"), and server time versus network time per data operation, which tells a
+//!   request-limited client from a slow server.
+//! - `fixed-duration-stall` on response times: slow operations clustered at one duration
+//!   (or one at a well-known timer), each with what TCP did meanwhile (silence, retransmissions,
+//!   zero window), so the stall is placed at the server or in the network. See:
+//!   ../shared/cases/003_a555277df593d0fd.txt.
+//!
+//! [`StorageEvidence`] is the [`StorageSink`] that collects what these need (bounded);
+//! [`add_findings`] merges the findings into a [`Diagnosis`]: it enriches a finding of the
+//! same kind and stream when tcpdx-detect already made one, else it adds its own.
+
+use rustc_hash::FxHashMap;
+use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, StreamId};
+use tcpdx_detect::detectors::fixed_duration_stall::{
+    KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
+};
+use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity, sort_findings};
+use tcpdx_wire::Timestamp;
+
+use crate::srt::{SrtCollector, SrtConfig, SrtReport, StreamSummary};
+use crate::transaction::{Notice, Request, StorageSink, Transaction};
+
+/// Slowest response time considered for a stall (tcpdx choice: well above LAN and WAN
+/// service times, below the 200 ms minimum RTO).
+pub const STALL_MIN_NS: i64 = 100_000_000;
+/// A stall is that many times the operation's median response time or more (tcpdx choice).
+pub const STALL_OVER_MEDIAN: f64 = 10.0;
+/// Slow transactions remembered (bounded memory).
+const MAX_SLOW: usize = 4096;
+/// TCP silences and flagged segments remembered per connection.
+const MAX_TCP_LOG: usize = 4096;
+/// Shortest silence remembered (tcpdx choice: below the shortest delayed-ACK timer).
+const SILENCE_MIN_NS: i64 = 20_000_000;
+/// Data operations needed before judging a connection's request pattern (tcpdx choice).
+pub const MIN_DATA_OPS: u64 = 8;
+/// Outstanding bytes below this share of the bandwidth-delay product leave the path idle
+/// part of each round trip (tcpdx choice).
+pub const BDP_SHARE: f64 = 0.8;
+/// Server time above this share of the response time makes the server the bottleneck
+/// (tcpdx choice).
+pub const SERVER_SHARE: f64 = 0.5;
+
+/// TCP context of one connection.
+#[derive(Debug, Default)]
+struct TcpLog {
+    last: Option<(i64, u64)>,
+    /// Silences: (start, end, frame ending it).
+    silences: Vec<(i64, i64, u64)>,
+    /// Retransmissions, zero windows and window-full segments: (time, flags).
+    flagged: Vec<(i64, u16)>,
+}
+
+/// Collects what the storage findings need: the SRT aggregation, slow transactions, and
+/// each storage connection's silences and TCP trouble.
+#[derive(Debug)]
+pub struct StorageEvidence {
+    srt: SrtCollector,
+    slow: Vec<Transaction>,
+    tcp: FxHashMap<StreamId, TcpLog>,
+    last_ts: Option<Timestamp>,
+}
+
+impl Default for StorageEvidence {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StorageEvidence {
+    /// Empty.
+    pub fn new() -> Self {
+        Self {
+            srt: SrtCollector::new(SrtConfig::default()),
+            slow: Vec::new(),
+            tcp: FxHashMap::default(),
+            last_ts: None,
+        }
+    }
+
+    /// The SRT report.
+    pub fn report(&self) -> SrtReport {
+        self.srt.report(self.last_ts)
+    }
+}
+
+const TROUBLE: u16 = F::RETRANSMISSION
+    | F::FAST_RETRANSMISSION
+    | F::SPURIOUS_RETRANSMISSION
+    | F::ZERO_WINDOW
+    | F::WINDOW_FULL
+    | F::LOST_SEGMENT;
+
+impl StorageSink for StorageEvidence {
+    fn start(&mut self, ts: Timestamp) {
+        self.srt.start(ts);
+    }
+    fn request(&mut self, r: &Request) {
+        self.srt.request(r);
+    }
+    fn notice(&mut self, n: &Notice) {
+        self.srt.notice(n);
+    }
+    fn transaction(&mut self, t: &Transaction) {
+        self.srt.transaction(t);
+        if t.srt_ns().is_some_and(|s| s >= STALL_MIN_NS) && self.slow.len() < MAX_SLOW {
+            self.slow.push(*t);
+        }
+    }
+    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
+        let ts = a.ts.0;
+        self.last_ts = Some(a.ts);
+        let log = self.tcp.entry(a.stream).or_default();
+        if let Some((last, _)) = log.last
+            && ts - last >= SILENCE_MIN_NS
+            && log.silences.len() < MAX_TCP_LOG
+        {
+            log.silences.push((last, ts, a.frame.0));
+        }
+        log.last = Some((ts, a.frame.0));
+        if a.flags.any(TROUBLE) && log.flagged.len() < MAX_TCP_LOG {
+            log.flagged.push((ts, a.flags.0));
+        }
+    }
+}
+
+/// What TCP did on a connection between two instants.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TcpDuring {
+    /// Time without any segment (s).
+    pub silent_s: f64,
+    /// Retransmitted segments.
+    pub retransmissions: u32,
+    /// Zero-window or window-full segments.
+    pub window_limited: u32,
+}
+
+impl StorageEvidence {
+    fn during(&self, stream: StreamId, from: i64, to: i64) -> TcpDuring {
+        let mut d = TcpDuring::default();
+        let Some(log) = self.tcp.get(&stream) else {
+            return d;
+        };
+        let silent: i64 = log
+            .silences
+            .iter()
+            .map(|&(a, b, _)| (b.min(to) - a.max(from)).max(0))
+            .sum();
+        d.silent_s = silent as f64 / 1e9;
+        for &(ts, flags) in &log.flagged {
+            if ts >= from && ts <= to {
+                let fl = F(flags);
+                if fl.any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION) {
+                    d.retransmissions += 1;
+                }
+                if fl.any(F::ZERO_WINDOW | F::WINDOW_FULL) {
+                    d.window_limited += 1;
+                }
+            }
+        }
+        d
+    }
+}
+
+/// Merges the storage findings into `diag` (re-sorted, most costly first).
+pub fn add_findings(ev: &StorageEvidence, diag: &mut Diagnosis) {
+    let report = ev.report();
+    let origin = ev.srt_origin();
+    for f in stall_findings(ev, &report, origin) {
+        merge(diag, f);
+    }
+    for c in &report.connections {
+        if let Some(f) = request_pattern(c, diag) {
+            merge(diag, f);
+        }
+    }
+    sort_findings(&mut diag.findings);
+}
+
+impl StorageEvidence {
+    fn srt_origin(&self) -> i64 {
+        self.srt.origin_ns().unwrap_or(0)
+    }
+}
+
+/// Adds `f`, or folds its text and evidence into the finding of the same kind and stream.
+fn merge(diag: &mut Diagnosis, f: Finding) {
+    if let Some(old) = diag
+        .findings
+        .iter_mut()
+        .find(|o| o.kind == f.kind && o.stream == f.stream && o.file.is_none())
+    {
+        old.explanation.push_str(" Storage: ");
+        old.explanation.push_str(&f.explanation);
+        for e in f.evidence {
+            old.evidence(e.frame, &e.role);
+        }
+        for r in f.recommendations {
+            if !old.recommendations.contains(&r) {
+                old.recommendations.push(r);
+            }
+        }
+        old.confidence = old.confidence.max(f.confidence);
+        return;
+    }
+    // A connection with a storage problem is no longer "healthy, limited by the path".
+    if f.severity > Severity::Info {
+        diag.findings
+            .retain(|o| !(o.kind == FindingKind::PathLimited && o.stream == f.stream));
+    }
+    diag.findings.push(f);
+}
+
+fn median_of(report: &SrtReport, t: &Transaction) -> f64 {
+    report
+        .tables
+        .iter()
+        .filter(|tb| tb.protocol == t.proto.name() && tb.version == t.version)
+        .flat_map(|tb| tb.rows.iter())
+        .find(|r| r.code == t.op_code && r.op == t.op)
+        .map_or(0.0, |r| r.p50_s)
+}
+
+fn op_label(t: &Transaction) -> String {
+    match t.sub_op {
+        Some(s) => format!("{}({s})", t.op),
+        None => t.op.to_string(),
+    }
+}
+
+/// Slow operations clustered at one duration, or one at a well-known timer.
+fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<Finding> {
+    let mut slow: Vec<(&Transaction, i64)> = ev
+        .slow
+        .iter()
+        .filter_map(|t| {
+            let srt = t.srt_ns()?;
+            let median = median_of(report, t);
+            (srt as f64 >= STALL_OVER_MEDIAN * median * 1e9).then_some((t, srt))
+        })
+        .collect();
+    if slow.is_empty() {
+        return Vec::new();
+    }
+    slow.sort_by_key(|x| x.1);
+    let mut best: &[(&Transaction, i64)] = &[];
+    let mut j = 0;
+    for i in 0..slow.len() {
+        j = j.max(i);
+        let lo = slow[i].1 as f64;
+        while j + 1 < slow.len() && slow[j + 1].1 as f64 <= lo * (1.0 + SAME_DURATION_TOLERANCE) {
+            j += 1;
+        }
+        if j + 1 - i > best.len() {
+            best = &slow[i..=j];
+        }
+    }
+    let at_timer = |ns: i64| {
+        KNOWN_TIMERS_NS
+            .iter()
+            .any(|&t| ((ns - t) as f64).abs() <= t as f64 * KNOWN_TIMER_TOLERANCE)
+    };
+    let group: Vec<(&Transaction, i64)> = if best.len() >= MIN_REPEATS {
+        best.to_vec()
+    } else {
+        slow.iter().copied().filter(|x| at_timer(x.1)).collect()
+    };
+    if group.is_empty() {
+        return Vec::new();
+    }
+    // One finding per connection.
+    let mut by_stream: FxHashMap<StreamId, Vec<(&Transaction, i64)>> = FxHashMap::default();
+    for x in group {
+        by_stream.entry(x.0.stream).or_default().push(x);
+    }
+    let mut out = Vec::new();
+    let mut streams: Vec<StreamId> = by_stream.keys().copied().collect();
+    streams.sort_unstable();
+    for stream in streams {
+        let g = &by_stream[&stream];
+        let mut f = Finding::new(FindingKind::FixedDurationStall, Some(stream.0));
+        let total: i64 = g.iter().map(|x| x.1).sum();
+        let mut parts = Vec::new();
+        for (t, srt) in g {
+            let req = t.request.last;
+            let rep = t.reply.map_or(req, |r| r.last);
+            f.evidence(req.frame.0, &format!("{} request", op_label(t)));
+            f.evidence(
+                rep.frame.0,
+                &format!("{} reply after {:.3} s", op_label(t), *srt as f64 / 1e9),
+            );
+            f.episode((req.ts.0 - origin) as f64 / 1e9, *srt as f64 / 1e9);
+            let d = ev.during(stream, req.ts.0, rep.ts.0);
+            let median = median_of(report, t);
+            let verdict = if d.retransmissions == 0 && d.window_limited == 0 {
+                "no retransmission and no window limit meanwhile: the server held the reply (server time)"
+            } else if d.window_limited > 0 {
+                "window full or zero meanwhile: a receiver was not reading"
+            } else {
+                "retransmissions meanwhile: part of the wait is the network"
+            };
+            parts.push(format!(
+                "{} (id {:#x}, frames {} -> {}) took {:.3} s where its median is {:.1} ms; the connection was silent for {:.3} s of it, {} retransmission(s), {} window-limited segment(s): {verdict}.",
+                op_label(t),
+                t.id,
+                req.frame,
+                rep.frame,
+                *srt as f64 / 1e9,
+                median * 1e3,
+                d.silent_s,
+                d.retransmissions,
+                d.window_limited
+            ));
+        }
+        f.episodes = g.len() as u32;
+        let active = report
+            .connections
+            .iter()
+            .find(|c| c.stream == stream.0)
+            .map_or(0.0, |c| c.active_s);
+        f.cost.seconds = total as f64 / 1e9;
+        f.cost.share = if active > 0.0 {
+            (f.cost.seconds / active).min(1.0)
+        } else {
+            1.0
+        };
+        f.severity = Severity::from_share(f.cost.share);
+        f.confidence = if g.len() >= MIN_REPEATS { 0.8 } else { 0.6 };
+        f.wireshark_filter = f.frames_filter();
+        f.explanation = format!(
+            "{} storage operation(s) stalled for about the same time ({:.3} s): {}",
+            g.len(),
+            g[g.len() / 2].1 as f64 / 1e9,
+            parts.join(" ")
+        );
+        f.recommendations = vec![
+            "A response time equal to a timer (1 s, 5 s, ...) is a timeout somewhere: check the server's logs and its storage (fsync/commit latency, lock or lease recalls, a paused VM or process) at those instants.".into(),
+        ];
+        out.push(f);
+    }
+    out
+}
+
+/// Request-limited client or slow server, from a connection's data operations.
+fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
+    if c.data_transactions < MIN_DATA_OPS || c.active_s <= 0.0 {
+        return None;
+    }
+    let conn = diag.connections.iter().find(|x| x.stream == c.stream)?;
+    let rtt = conn.rtt_s?;
+    let path_bps = conn.path_bps;
+    if path_bps <= 0.0 {
+        return None;
+    }
+    let bdp = path_bps / 8.0 * rtt;
+    // Network part of one data operation at this capture point: the reply's transfer, plus
+    // a round trip unless the capture sits next to the server (which sees no round trip).
+    let rtt_part = if conn.capture_point == CapturePoint::NearServer {
+        0.0
+    } else {
+        rtt
+    };
+    let network = rtt_part + c.data_reply_transfer_mean_s;
+    // Next to the server a request is outstanding only while the server holds it; the
+    // client keeps it outstanding a round trip longer (Little's law: same throughput).
+    let client_view = if conn.capture_point == CapturePoint::NearServer && c.data_srt_mean_s > 0.0 {
+        (c.data_srt_mean_s + rtt) / c.data_srt_mean_s
+    } else {
+        1.0
+    };
+    let outstanding = c.outstanding_mean * client_view;
+    let outstanding_bytes = c.bytes_outstanding_mean * client_view;
+    let server = (c.data_srt_mean_s - network).max(0.0);
+    let moved = (c.read_bytes + c.write_bytes) as f64;
+    let achieved_bps = moved * 8.0 / c.active_s;
+    let at_path_s = moved * 8.0 / path_bps;
+    let cost = (c.active_s - at_path_s).max(0.0);
+    let proto = c.protocol;
+    let per_op = format!(
+        "{proto} data operations take {:.1} ms on average: about {:.1} ms of network (round trip and transfer) and {:.1} ms at the server",
+        c.data_srt_mean_s * 1e3,
+        network * 1e3,
+        server * 1e3
+    );
+    let mut f = Finding::new(FindingKind::ApplicationLimited, Some(c.stream));
+    f.episodes = 1;
+    f.cost.seconds = cost;
+    f.cost.share = (cost / c.active_s).min(1.0);
+    f.cost.goodput_without_bps = Some(path_bps);
+    f.severity = Severity::from_share(f.cost.share);
+    f.wireshark_filter = format!("tcp.stream == {}", c.stream);
+    if server > SERVER_SHARE * c.data_srt_mean_s && server > 0.002 {
+        f.confidence = 0.7;
+        f.explanation = format!(
+            "Slow server: {per_op}. The server's time dominates; keeping more requests outstanding only queues them there (mean {outstanding:.1} in flight)."
+        );
+        f.recommendations = vec![
+            "Look at the server: its storage latency, CPU, locks or throttling; the network is not the bottleneck.".into(),
+        ];
+        return Some(f);
+    }
+    if outstanding_bytes < BDP_SHARE * bdp {
+        f.confidence = 0.7;
+        f.explanation = format!(
+            "Request-limited client: it keeps {:.1} request(s) of {} outstanding on average ({} in flight), while the path needs at least {} (bandwidth-delay product at {:.1} Mb/s and {:.1} ms round trip): {:.1} Mb/s achieved. {per_op}.",
+            outstanding,
+            human_bytes(c.io_size_mean),
+            human_bytes(outstanding_bytes),
+            human_bytes(bdp),
+            path_bps / 1e6,
+            rtt * 1e3,
+            achieved_bps / 1e6,
+        );
+        f.recommendations = vec![
+            match proto {
+                "nfs" => "Keep more READ/WRITE requests in flight: larger rsize/wsize, more RPC slots, `nconnect`, read-ahead.",
+                "smb2" => "Keep more Read/Write requests in flight: larger I/O sizes, more credits, SMB multichannel.",
+                _ => "Raise the initiator's queue depth or I/O size (iSCSI: more outstanding commands, larger MaxBurstLength).",
+            }
+            .into(),
+            format!("Outstanding bytes should cover the bandwidth-delay product ({}).", human_bytes(bdp)),
+        ];
+        return Some(f);
+    }
+    None
+}
+
+fn human_bytes(b: f64) -> String {
+    if b >= 1_048_576.0 {
+        format!("{:.1} MiB", b / 1_048_576.0)
+    } else if b >= 1024.0 {
+        format!("{:.0} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! Storage findings: request-limited client vs slow server, and stalls at a timer.
+
+use tcpdx_core::{Dir, StreamId};
+use tcpdx_detect::{CapturePoint, ConnInference, Diagnosis, Finding, FindingKind, Severity};
+use tcpdx_wire::{FrameNo, Timestamp};
+
+use super::*;
+use crate::reassembly::At;
+use crate::transaction::{Io, IoKind, Proto, Span};
+
+fn conn(stream: u32, rtt_s: f64, path_bps: f64) -> ConnInference {
+    ConnInference {
+        stream,
+        client: "10.0.0.1:700".into(),
+        server: "10.0.0.2:2049".into(),
+        main_direction: "server_to_client",
+        capture_point: CapturePoint::NearClient,
+        rtt_s: Some(rtt_s),
+        path_bps,
+        rounds: 10,
+        slow_start_rounds: 2,
+        congestion_avoidance_rounds: 8,
+        max_packets_per_round: 40,
+        loss_episodes: 0,
+        segments_per_ack: Some(2.0),
+        lone_segment_ack_delay_s: None,
+    }
+}
+
+fn summary(
+    outstanding: f64,
+    io: f64,
+    srt_s: f64,
+    xfer_s: f64,
+    active_s: f64,
+    n: u64,
+) -> StreamSummary {
+    StreamSummary {
+        stream: 0,
+        protocol: "nfs",
+        transactions: n,
+        srt_mean_s: srt_s,
+        active_s,
+        outstanding_mean: outstanding,
+        outstanding_max: outstanding.ceil() as u64,
+        bytes_outstanding_mean: outstanding * io,
+        bytes_outstanding_max: (outstanding.ceil() * io) as u64,
+        io_size_mean: io,
+        read_bytes: (n as f64 * io) as u64,
+        write_bytes: 0,
+        data_srt_mean_s: srt_s,
+        data_transactions: n,
+        data_reply_transfer_mean_s: xfer_s,
+    }
+}
+
+fn diag_with(c: ConnInference) -> Diagnosis {
+    let mut d = Diagnosis::default();
+    let mut healthy = Finding::new(FindingKind::PathLimited, Some(c.stream));
+    healthy.severity = Severity::Info;
+    d.findings.push(healthy);
+    d.connections.push(c);
+    d
+}
+
+#[test]
+fn request_limited_client() {
+    // 1 Gb/s path, 20 ms RTT: BDP 2.5 MB. The client keeps 4 x 64 KiB in flight; each
+    // READ takes 20.6 ms = RTT + 0.5 ms transfer + 0.1 ms at the server.
+    let d = diag_with(conn(0, 0.020, 1e9));
+    let s = summary(4.0, 65536.0, 0.0206, 0.0005, 2.0, 400);
+    let f = request_pattern(&s, &d).expect("a finding");
+    assert_eq!(f.kind, FindingKind::ApplicationLimited);
+    assert!(
+        f.explanation.starts_with("Request-limited client"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("256 KiB in flight"),
+        "{}",
+        f.explanation
+    );
+    assert!(f.explanation.contains("2.4 MiB"), "{}", f.explanation);
+    assert!(f.severity >= Severity::Major);
+    let mut d = d;
+    merge(&mut d, f);
+    assert_eq!(
+        d.findings.len(),
+        1,
+        "the healthy path-limited finding is dropped"
+    );
+}
+
+#[test]
+fn slow_server() {
+    // Same path; each READ takes 60 ms of which 40 ms at the server.
+    let d = diag_with(conn(0, 0.020, 1e9));
+    let s = summary(4.0, 65536.0, 0.060, 0.0005, 6.0, 400);
+    let f = request_pattern(&s, &d).expect("a finding");
+    assert!(
+        f.explanation.starts_with("Slow server"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("39.5 ms at the server"),
+        "{}",
+        f.explanation
+    );
+}
+
+#[test]
+fn enough_outstanding_is_no_finding() {
+    // 48 x 64 KiB = 3 MiB outstanding covers the 2.5 MB BDP; the server is fast.
+    let d = diag_with(conn(0, 0.020, 1e9));
+    let s = summary(48.0, 65536.0, 0.0206, 0.0005, 2.0, 400);
+    assert!(request_pattern(&s, &d).is_none());
+    // Too few data operations to judge.
+    let s = summary(1.0, 65536.0, 0.0206, 0.0005, 2.0, 3);
+    assert!(request_pattern(&s, &d).is_none());
+}
+
+fn at(frame: u64, s: f64) -> At {
+    At {
+        frame: FrameNo(frame),
+        ts: Timestamp((s * 1e9) as i64),
+    }
+}
+
+fn span(frame: u64, s: f64) -> Span {
+    Span {
+        first: at(frame, s),
+        last: at(frame, s),
+        bytes: 200,
+        repaired: false,
+        damaged: false,
+    }
+}
+
+fn tx(id: u64, op: &'static str, code: u16, req: (u64, f64), rep: (u64, f64)) -> Transaction {
+    Transaction {
+        stream: StreamId(3),
+        proto: Proto::Nfs,
+        version: Some(3),
+        op,
+        op_code: code,
+        sub_op: None,
+        ops: None,
+        id,
+        request_dir: Dir::ClientToServer,
+        request: span(req.0, req.1),
+        reply: Some(span(rep.0, rep.1)),
+        interim: None,
+        status: Some(0),
+        io: Some(Io {
+            kind: IoKind::Commit,
+            offset: 0,
+            len: 0,
+            blocks: None,
+            stable: None,
+            done_stable: None,
+            done_len: None,
+        }),
+        credits: None,
+    }
+}
+
+fn segment(frame: u64, s: f64, flags: u16) -> SegmentAnalysis {
+    SegmentAnalysis {
+        frame: FrameNo(frame),
+        stream: StreamId(3),
+        ts: Timestamp((s * 1e9) as i64),
+        rel_time_ns: (s * 1e9) as i64,
+        dir: Dir::ClientToServer,
+        src: "10.0.0.1".parse().unwrap(),
+        sport: 700,
+        dst: "10.0.0.2".parse().unwrap(),
+        dport: 2049,
+        seq: 1,
+        ack: 1,
+        tcp_flags: 0x10,
+        len: 0,
+        window_raw: 100,
+        window: 100,
+        flags: F(flags),
+        dup_ack_num: None,
+        bytes_in_flight: None,
+        ack_rtt_ns: None,
+        acks_frame: None,
+    }
+}
+
+#[test]
+fn commit_stalls_at_a_timer_with_a_silent_connection() {
+    // Ten 10 ms COMMITs, then one of 5.004 s during which the connection is silent.
+    let mut ev = StorageEvidence::new();
+    ev.start(Timestamp(0));
+    let mut frame = 1;
+    for i in 0..10u64 {
+        let t0 = i as f64 * 0.1;
+        ev.tcp_segment(&segment(frame, t0, 0));
+        ev.tcp_segment(&segment(frame + 1, t0 + 0.01, 0));
+        ev.transaction(&tx(i, "COMMIT", 21, (frame, t0), (frame + 1, t0 + 0.01)));
+        frame += 2;
+    }
+    ev.tcp_segment(&segment(frame, 1.0, 0));
+    ev.tcp_segment(&segment(frame + 1, 6.004, 0));
+    ev.transaction(&tx(99, "COMMIT", 21, (frame, 1.0), (frame + 1, 6.004)));
+    let mut d = Diagnosis::default();
+    add_findings(&ev, &mut d);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::FixedDurationStall)
+        .expect("a stall finding");
+    assert_eq!(f.stream, Some(3));
+    assert_eq!(f.episodes, 1);
+    assert!(
+        f.explanation
+            .contains("COMMIT (id 0x63, frames 21 -> 22) took 5.004 s"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("silent for 5.004 s"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("the server held the reply"),
+        "{}",
+        f.explanation
+    );
+    assert_eq!(f.evidence.len(), 2);
+}
+
+#[test]
+fn a_slow_operation_with_retransmissions_points_at_the_network() {
+    let mut ev = StorageEvidence::new();
+    ev.start(Timestamp(0));
+    for i in 0..10u64 {
+        let t0 = i as f64 * 0.1;
+        ev.transaction(&tx(i, "WRITE", 7, (i * 2 + 1, t0), (i * 2 + 2, t0 + 0.01)));
+    }
+    // Three WRITEs of about 1.2 s each (not a known timer, but repeated).
+    for k in 0..3u64 {
+        let t0 = 2.0 + k as f64 * 2.0;
+        ev.tcp_segment(&segment(100 + k * 10, t0 + 0.3, F::RETRANSMISSION));
+        ev.transaction(&tx(
+            50 + k,
+            "WRITE",
+            7,
+            (100 + k * 10, t0),
+            (101 + k * 10, t0 + 1.2 + k as f64 * 0.01),
+        ));
+    }
+    let mut d = Diagnosis::default();
+    add_findings(&ev, &mut d);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::FixedDurationStall)
+        .unwrap();
+    assert_eq!(f.episodes, 3);
+    assert!(
+        f.explanation.contains("1 retransmission(s)"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("part of the wait is the network"),
+        "{}",
+        f.explanation
+    );
+}
