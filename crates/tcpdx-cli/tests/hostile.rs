@@ -195,9 +195,7 @@ struct Pcap {
 impl Pcap {
     fn create(path: &Path, snaplen: u32, link: u32) -> Self {
         let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
-        for v in [0xa1b2_c3d4u32] {
-            w.write_all(&v.to_le_bytes()).unwrap();
-        }
+        w.write_all(&0xa1b2_c3d4u32.to_le_bytes()).unwrap();
         w.write_all(&2u16.to_le_bytes()).unwrap();
         w.write_all(&4u16.to_le_bytes()).unwrap();
         for v in [0u32, 0, snaplen, link] {
