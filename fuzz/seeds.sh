@@ -13,7 +13,7 @@ if [ $# -eq 0 ]; then
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-tcpdx-fuzz}"
 cd "$here"
-nice -n 10 cargo +nightly run --quiet --release --bin make-seeds -- "$here/corpus" "$@"
+nice -n 10 cargo +nightly run --quiet --release --features tools --bin make-seeds -- "$here/corpus" "$@"
 # The few committed seeds (fuzz/seeds/TARGET/) are part of every corpus.
 shopt -s nullglob
 for d in "$here"/seeds/*/; do

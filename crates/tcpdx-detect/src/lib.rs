@@ -101,10 +101,22 @@ pub fn sort_findings(f: &mut [Finding]) {
     });
 }
 
-/// Consumes the core's events and diagnoses every connection at the end.
+/// Consumes the core's events and diagnoses every connection at the end (or when the core
+/// evicts it under `--max-flows`, so that its inference state is freed early).
 #[derive(Debug, Default)]
 pub struct Diagnoser {
     conns: HashMap<u32, ConnTracker>,
+    /// Connections already diagnosed because the core evicted them.
+    done: Vec<Diagnosed>,
+}
+
+/// One connection's diagnosis.
+#[derive(Debug)]
+struct Diagnosed {
+    stream: u32,
+    findings: Vec<Finding>,
+    inference: ConnInference,
+    budget: ConnBudget,
 }
 
 impl Diagnoser {
@@ -120,23 +132,36 @@ impl Diagnoser {
 
     /// Runs the detectors over every connection seen; findings most costly first.
     pub fn finish(self) -> Diagnosis {
-        let mut conns: Vec<ConnTracker> = self.conns.into_values().collect();
-        conns.sort_by_key(|c| c.stream);
+        let mut all = self.done;
+        all.extend(self.conns.into_values().map(diagnose));
+        // Stable: a connection that resumed after eviction keeps its two parts in order.
+        all.sort_by_key(|d| d.stream);
         let mut out = Diagnosis::default();
-        for mut c in conns {
-            c.finish();
-            let budget = budget::connection_budget(&c);
-            let cx = ConnContext::new(&c, &budget);
-            let mut found: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
-            if found.iter().all(|f| f.severity == Severity::Info) {
-                found.extend(detectors::path_limited::detect(&cx));
-            }
-            out.findings.extend(found);
-            out.connections.push(inference(&cx));
-            out.time_budget.push(budget);
+        for d in all {
+            out.findings.extend(d.findings);
+            out.connections.push(d.inference);
+            out.time_budget.push(d.budget);
         }
         sort_findings(&mut out.findings);
         out
+    }
+}
+
+/// Runs the detectors over one connection.
+fn diagnose(mut c: ConnTracker) -> Diagnosed {
+    c.finish();
+    let budget = budget::connection_budget(&c);
+    let cx = ConnContext::new(&c, &budget);
+    let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
+    if findings.iter().all(|f| f.severity == Severity::Info) {
+        findings.extend(detectors::path_limited::detect(&cx));
+    }
+    let inference = inference(&cx);
+    Diagnosed {
+        stream: c.stream,
+        findings,
+        inference,
+        budget,
     }
 }
 
@@ -148,6 +173,11 @@ impl EventSink for Diagnoser {
         self.conns.entry(a.stream.0).or_default().on_segment(a, d);
     }
     fn flow(&mut self, _f: &FlowSummary) {}
+    fn flow_evicted(&mut self, f: &FlowSummary) {
+        if let Some(c) = self.conns.remove(&f.stream.0) {
+            self.done.push(diagnose(c));
+        }
+    }
 }
 
 fn inference(cx: &ConnContext<'_>) -> ConnInference {

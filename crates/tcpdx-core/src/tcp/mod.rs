@@ -37,8 +37,10 @@ pub struct Connection {
     pub first_rtt_ns: i64,
     /// First and last packet.
     pub first_ts: Timestamp,
-    /// Last packet.
+    /// Last packet (in capture order: the idle time for expiry counts from it).
     pub last_ts: Timestamp,
+    /// Latest packet time (not the last one's when capture time went backwards).
+    pub end_ts: Timestamp,
     /// Last frame.
     pub last_frame: FrameNo,
     /// FIN seen per direction.
@@ -66,6 +68,7 @@ impl Connection {
             first_rtt_ns: 0,
             first_ts: seg.ts,
             last_ts: seg.ts,
+            end_ts: seg.ts,
             last_frame: seg.frame,
             fin: [false; 2],
             rst: false,
@@ -189,6 +192,9 @@ impl Connection {
 
         self.update_stats(dir, seg, &v, rel_seq, window, ack_rtt_ns, cfg);
         self.last_ts = seg.ts;
+        // Durations span the earliest to the latest time, whatever the capture order.
+        self.first_ts = self.first_ts.min(seg.ts);
+        self.end_ts = self.end_ts.max(seg.ts);
         self.last_frame = seg.frame;
         if flags.fin() {
             *dir.of_mut(&mut self.fin) = true;
@@ -265,8 +271,8 @@ impl Connection {
         let s = dir.of_mut(&mut self.stats);
         s.packets += 1;
         s.bytes += u64::from(seg.len);
-        s.first_ts.get_or_insert(seg.ts);
-        s.last_ts = Some(seg.ts);
+        s.first_ts = Some(s.first_ts.map_or(seg.ts, |t| t.min(seg.ts)));
+        s.last_ts = Some(s.last_ts.map_or(seg.ts, |t| t.max(seg.ts)));
         if resent {
             s.retrans_bytes += u64::from(seg.len);
             s.retrans_packets += 1;
@@ -330,16 +336,16 @@ impl Connection {
         // Close an open zero-window period at the last packet.
         for s in &mut stats {
             if let Some(since) = s.zero_window_since.take() {
-                s.zero_window_ns += self.last_ts.since(since);
+                s.zero_window_ns += self.end_ts.since(since).max(0);
             }
         }
-        let conn_s = self.last_ts.since(self.first_ts) as f64 / 1e9;
+        let conn_s = self.end_ts.since(self.first_ts) as f64 / 1e9;
         let c = self.sender(Dir::ClientToServer);
         let sv = self.sender(Dir::ServerToClient);
         FlowSummary {
             stream: self.stream,
             first_ts: self.first_ts,
-            last_ts: self.last_ts,
+            last_ts: self.end_ts,
             duration_s: conn_s,
             saw_syn: self.halves[0].saw_syn,
             dirs: [

@@ -97,9 +97,9 @@ pub struct DirStats {
     pub retrans_packets: u64,
     /// Highest relative sequence end seen (for unique bytes).
     pub high_seq: Option<u64>,
-    /// First and last packet times.
+    /// Earliest packet time (the first one's unless capture time went backwards).
     pub first_ts: Option<Timestamp>,
-    /// Last packet time.
+    /// Latest packet time.
     pub last_ts: Option<Timestamp>,
     /// MSS option from this side's SYN.
     pub mss: Option<u16>,
