@@ -59,6 +59,7 @@ enum Out {
     Seg(SegmentAnalysis, SegmentDetail),
     Row { frame: u64, local: u32, end: usize },
     Warning(Warning),
+    Evicted(Box<FlowSummary>),
 }
 
 /// One worker's output for one batch: `ends[i]` is where the items of its i-th frame end.
@@ -242,6 +243,9 @@ impl EventSink for WorkerSink<'_> {
     }
     fn warning(&mut self, w: &Warning) {
         self.out.items.push(Out::Warning(w.clone()));
+    }
+    fn flow_evicted(&mut self, f: &FlowSummary) {
+        self.out.items.push(Out::Evicted(Box::new(f.clone())));
     }
     fn stream_opened(&mut self, stream: StreamId, _frame: FrameNo) {
         self.out.items.push(Out::Opened(stream.0));
@@ -431,6 +435,10 @@ pub fn run<S: EventSink>(
                         Out::Warning(warn) => {
                             ids.warning(w, warn);
                             sink.warning(warn);
+                        }
+                        Out::Evicted(f) => {
+                            f.stream = StreamId(ids.get(w, f.stream.0));
+                            sink.flow_evicted(f);
                         }
                     }
                 }

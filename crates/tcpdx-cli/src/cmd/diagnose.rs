@@ -34,7 +34,8 @@ impl EventSink for WithStorage {
         self.diag.warning(w);
     }
 }
-use crate::run::{analyze, open, out_err};
+use crate::parallel::Plan;
+use crate::run::{analyze_with, open, out_err};
 
 /// Runs `tcpdx diagnose`.
 pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
@@ -46,7 +47,19 @@ pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
             diag: Diagnoser::new(),
             storage: Tracker::new(StorageConfig::default(), StorageEvidence::new()),
         };
-        analyze(open(&common)?, &common, &mut both, |_| false)?;
+        // Serial: the storage layer needs segment payloads, which workers do not carry yet.
+        let (stop, no_rows) = (
+            |_: &WithStorage| false,
+            |_: &mut WithStorage, _, _, _: &[u8]| {},
+        );
+        analyze_with(
+            open(&common)?,
+            &common,
+            &mut both,
+            stop,
+            Plan::Serial,
+            no_rows,
+        )?;
         both.storage.finish();
         let mut d = both.diag.finish();
         add_findings(both.storage.sink(), &mut d);

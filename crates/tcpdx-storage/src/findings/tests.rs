@@ -17,6 +17,7 @@ fn conn(stream: u32, rtt_s: f64, path_bps: f64) -> ConnInference {
         capture_point: CapturePoint::NearClient,
         rtt_s: Some(rtt_s),
         path_bps,
+        goodput_bps: path_bps,
         rounds: 10,
         slow_start_rounds: 2,
         congestion_avoidance_rounds: 8,
