@@ -49,6 +49,10 @@ enum Cmd {
         /// Run `verify` on the result.
         #[arg(long)]
         verify: bool,
+        /// Relay in GSO mode: GRO super-packets forwarded whole, cut only where an
+        /// impairment acts (multi-Gbit/s; not with router captures or router nft loss).
+        #[arg(long)]
+        relay_gso: bool,
     },
     /// Validate a run directory's truth.json against its captures.
     Verify {
@@ -67,21 +71,8 @@ enum Cmd {
         #[arg(long)]
         bulk_only: bool,
     },
-    /// Measure packets/s through the relay with a bulk TCP flow.
-    BenchRelay {
-        /// Link MTU.
-        #[arg(long, default_value_t = 1500)]
-        mtu: u32,
-        /// One-way delay in the relay (ms).
-        #[arg(long, default_value_t = 5.0)]
-        delay_ms: f64,
-        /// Seconds of traffic.
-        #[arg(long, default_value_t = 8.0)]
-        secs: f64,
-        /// Relay busy-poll threshold (µs).
-        #[arg(long, default_value_t = 20)]
-        spin_us: u32,
-    },
+    /// Measure packets/s through the relay with bulk TCP flows.
+    BenchRelay(tcpdx_lab::bench::BenchOpts),
     /// Bulk TCP workload.
     Bulk {
         #[command(subcommand)]
@@ -138,6 +129,7 @@ fn main() -> Result<()> {
             keep_trace,
             no_gzip,
             verify: do_verify,
+            relay_gso,
         } => {
             need_root()?;
             let list: Vec<scenario::Scenario> =
@@ -162,6 +154,7 @@ fn main() -> Result<()> {
                     mtu,
                     keep_trace,
                     gzip: !no_gzip,
+                    relay_gso,
                 };
                 let t0 = std::time::Instant::now();
                 eprintln!("== {}", sc.name);
@@ -211,18 +204,30 @@ fn main() -> Result<()> {
             need_root()?;
             tcpdx_lab::install::install(bulk_only)?;
         }
-        Cmd::BenchRelay {
-            mtu,
-            delay_ms,
-            secs,
-            spin_us,
-        } => {
+        Cmd::BenchRelay(o) => {
             need_root()?;
-            let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs, spin_us)?;
+            let r = tcpdx_lab::bench::bench_relay(&o)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
             println!(
-                "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}; relay CPU {:.2} s = {:.0} kpps per CPU-second",
-                r.kpps, r.goodput_mbit_s, r.unintended_drops, r.relay.cpu_s, r.kpps_per_cpu_s
+                "relay: {:.0} kpps = MTU-sized wire packets/s (data + ACKs, both directions) leaving the relay; MTU {}, delay {} ms each way, {} flow(s), {} mode; {:.0} Mbit/s goodput; unintended drops {}; relay CPU {:.0}% = {:.0} kpps per relay CPU-second; CPUs busy {}",
+                r.kpps,
+                o.mtu,
+                o.delay_ms,
+                o.flows,
+                if o.gso {
+                    "GSO (super-packets forwarded whole)"
+                } else {
+                    "per-packet"
+                },
+                r.goodput_mbit_s,
+                r.unintended_drops,
+                r.relay_busy * 100.0,
+                r.kpps_per_cpu_s,
+                r.cpu_busy
+                    .iter()
+                    .map(|b| format!("{:.0}%", b * 100.0))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
             );
         }
         Cmd::Bulk { cmd } => {
