@@ -43,6 +43,11 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 1)]
     #[serde(default)]
     pub recv_cpu: u32,
+    /// Ordinary copying sender and receiver instead of the light generator (sendfile from
+    /// memory, receiver discarding in the kernel with MSG_TRUNC).
+    #[arg(long)]
+    #[serde(default)]
+    pub copying_ends: bool,
     /// CPU of the sending processes.
     #[arg(long, default_value_t = 1)]
     #[serde(default)]
@@ -184,18 +189,22 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
     let mut receivers = Vec::new();
     for f in 0..flows {
         let ready = dir.join(format!("ready{f}"));
+        let mut a: Vec<String> = vec![
+            "bulk".into(),
+            "recv".into(),
+            "--listen".into(),
+            format!("{}:{}", n.ip_s, BULK_PORT + f),
+            "--ready-file".into(),
+            ready.to_string_lossy().into(),
+        ];
+        if !opts.copying_ends {
+            a.push("--discard".into());
+        }
         receivers.push(spawn_in(
             &n.ns_s,
             opts.recv_cpu,
             &exe,
-            &[
-                "bulk".into(),
-                "recv".into(),
-                "--listen".into(),
-                format!("{}:{}", n.ip_s, BULK_PORT + f),
-                "--ready-file".into(),
-                ready.to_string_lossy().into(),
-            ],
+            &a,
             &dir.join(format!("recv{f}.json")),
         )?);
         for _ in 0..100 {
@@ -210,20 +219,24 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
     let (tun_start, softnet_start) = (link_drops(&n.ns_r, &n.dev_tun).0, softnet_dropped());
     let mut senders = Vec::new();
     for f in 0..flows {
+        let mut a: Vec<String> = vec![
+            "bulk".into(),
+            "send".into(),
+            "--to".into(),
+            format!("{}:{}", n.ip_s, BULK_PORT + f),
+            "--secs".into(),
+            opts.secs.to_string(),
+            "--cc".into(),
+            "cubic".into(),
+        ];
+        if !opts.copying_ends {
+            a.push("--zerocopy".into());
+        }
         senders.push(spawn_in(
             &n.ns_c,
             opts.send_cpu,
             &exe,
-            &[
-                "bulk".into(),
-                "send".into(),
-                "--to".into(),
-                format!("{}:{}", n.ip_s, BULK_PORT + f),
-                "--secs".into(),
-                opts.secs.to_string(),
-                "--cc".into(),
-                "cubic".into(),
-            ],
+            &a,
             &dir.join(format!("send{f}.json")),
         )?);
     }

@@ -365,6 +365,14 @@ pub fn run_scenario(sc: &Scenario, o: &RunOpts) -> Result<Truth> {
             );
         }
     }
+    // Refuse before building anything if a resource this run needs is in use by another run.
+    let _lock = match &sc.workload {
+        Workload::Storage { op, .. } => crate::storage::exclusive_lock(*op)
+            .map(|(name, why)| crate::lock::LabLock::acquire(name, why))
+            .transpose()
+            .with_context(|| format!("cannot run {}", sc.name))?,
+        Workload::Bulk { .. } => None,
+    };
     std::fs::create_dir_all(&o.out)?;
     let out = std::fs::canonicalize(&o.out)?;
     crate::topology::install_signal_cleanup()?;

@@ -174,3 +174,45 @@ pub fn set_nice(nice: i32) -> bool {
     // SAFETY: plain setpriority(2) on the calling process.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) == 0 }
 }
+
+/// Tries to take an exclusive advisory lock on `f` without blocking (flock(2));
+/// Ok(false) if another process holds it. Released when the file is closed.
+pub fn try_lock_exclusive(f: &File) -> io::Result<bool> {
+    // SAFETY: plain flock(2) on a descriptor `f` keeps open for the call.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// An anonymous in-memory file (memfd_create) holding `len` bytes of `byte`.
+pub fn memfd_filled(len: usize, byte: u8) -> io::Result<File> {
+    let name = c"tcpdx-bulk";
+    // SAFETY: name is a valid NUL-terminated string; flags 0 (no sealing).
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    io::Write::write_all(&mut f, &vec![byte; len])?;
+    Ok(f)
+}
+
+/// sendfile(2) of up to `count` bytes of `inp` from offset `*off` (advanced) to `out`.
+pub fn sendfile(out: &impl AsRawFd, inp: &File, off: &mut i64, count: usize) -> io::Result<usize> {
+    let mut o: libc::off_t = *off;
+    // SAFETY: both descriptors are open for the call; o is a valid in/out offset.
+    let rc = unsafe { libc::sendfile(out.as_raw_fd(), inp.as_raw_fd(), &mut o, count) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    *off = o;
+    Ok(rc as usize)
+}
