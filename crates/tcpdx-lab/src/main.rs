@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use tcpdx_lab::{relay, run, scenario, topology, verify, workload::bulk};
 
@@ -49,6 +50,9 @@ enum Cmd {
         /// Run `verify` on the result.
         #[arg(long)]
         verify: bool,
+        /// Append one JSON line per scenario ({"scenario","ok","secs","error"}) to this file.
+        #[arg(long)]
+        results: Option<PathBuf>,
         /// Relay in GSO mode: GRO super-packets forwarded whole, cut only where an
         /// impairment acts (multi-Gbit/s; not with router captures or router nft loss).
         #[arg(long)]
@@ -108,8 +112,15 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+fn main() {
+    // One line per error (the context chain), never a backtrace dump.
+    if let Err(e) = real_main(Cli::parse()) {
+        eprintln!("tcpdx-lab: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::List { json } => {
             for s in scenario::registry() {
@@ -130,6 +141,7 @@ fn main() -> Result<()> {
             no_gzip,
             verify: do_verify,
             relay_gso,
+            results,
         } => {
             need_root()?;
             let list: Vec<scenario::Scenario> =
@@ -158,7 +170,7 @@ fn main() -> Result<()> {
                 };
                 let t0 = std::time::Instant::now();
                 eprintln!("== {}", sc.name);
-                match run::run_scenario(sc, &o) {
+                let error = match run::run_scenario(sc, &o) {
                     Ok(t) => {
                         eprintln!("{}", verify::summary(&t));
                         eprintln!(
@@ -167,19 +179,45 @@ fn main() -> Result<()> {
                             dir.display()
                         );
                         if do_verify {
-                            let r = verify::verify_dir(&dir)?;
-                            r.print();
-                            if !r.ok() {
-                                failed.push(sc.name.clone());
+                            match verify::verify_dir(&dir) {
+                                Ok(r) => {
+                                    r.print();
+                                    (!r.ok()).then(|| "verification failed".to_string())
+                                }
+                                Err(e) => Some(format!("verify: {e:#}")),
                             }
+                        } else {
+                            None
                         }
                     }
                     Err(e) => {
                         eprintln!("   FAILED: {e:#}");
-                        failed.push(sc.name.clone());
+                        Some(format!("{e:#}"))
                     }
+                };
+                if let Some(p) = &results {
+                    let line = serde_json::json!({
+                        "scenario": sc.name,
+                        "ok": error.is_none(),
+                        "secs": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                        "error": error,
+                    });
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(p)
+                        .with_context(|| format!("opening {}", p.display()))?;
+                    writeln!(f, "{line}")?;
+                }
+                if error.is_some() {
+                    failed.push(sc.name.clone());
                 }
             }
+            eprintln!(
+                "run: {} passed, {} failed",
+                list.len() - failed.len(),
+                failed.len()
+            );
             if !failed.is_empty() {
                 bail!("failed: {}", failed.join(", "));
             }
