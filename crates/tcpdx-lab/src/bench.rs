@@ -1,4 +1,11 @@
-//! `tcpdx-lab bench-relay`: packets per second through the relay with a bulk TCP flow.
+//! `tcpdx-lab bench-relay`: packets per second through the relay with bulk TCP flows.
+//!
+//! Packets are counted where they leave the router after the relay (tx packets of the
+//! router's two veths, which carry only what the relay wrote): MTU-sized wire packets in
+//! both directions (data segments and ACKs), whatever the relay handled internally (with
+//! `--gso` it forwards GRO super-packets whole, so one TUN packet is many wire packets).
+//! CPU use of the relay and of each CPU is measured over the same window, so the output
+//! says which side limited the rate.
 
 use crate::relay::RelayArgs;
 use crate::run::{
@@ -6,42 +13,131 @@ use crate::run::{
 };
 use crate::scenario::{BULK_PORT, RelayPath};
 use crate::topology::{Lab, TopoConfig};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
+
+/// Options of the relay benchmark.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+pub struct BenchOpts {
+    /// Link MTU.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// One-way delay in the relay (ms).
+    #[arg(long, default_value_t = 5.0)]
+    pub delay_ms: f64,
+    /// Seconds of traffic.
+    #[arg(long, default_value_t = 8.0)]
+    pub secs: f64,
+    /// Relay busy-poll threshold (µs).
+    #[arg(long, default_value_t = 20)]
+    pub spin_us: u32,
+    /// GSO mode: GRO on the router's ingress veths, the relay forwards super-packets whole.
+    #[arg(long)]
+    pub gso: bool,
+    /// Parallel bulk flows (each its own sender and receiver process).
+    #[arg(long, default_value_t = 1)]
+    pub flows: u16,
+    /// CPU of the receiving processes (the relay runs on CPU0, everything else on CPU1).
+    #[arg(long, default_value_t = 1)]
+    #[serde(default)]
+    pub recv_cpu: u32,
+    /// Ordinary copying sender and receiver instead of the light generator (sendfile from
+    /// memory, receiver discarding in the kernel with MSG_TRUNC).
+    #[arg(long)]
+    #[serde(default)]
+    pub copying_ends: bool,
+    /// CPU of the sending processes.
+    #[arg(long, default_value_t = 1)]
+    #[serde(default)]
+    pub send_cpu: u32,
+}
 
 /// Result of a relay benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchResult {
-    /// Packets through the relay per second, thousands (both directions).
+    /// The options.
+    pub opts: BenchOpts,
+    /// Wire packets (MTU-sized data segments and ACKs, both directions) forwarded after
+    /// the relay per second, thousands.
     pub kpps: f64,
-    /// Packets through the relay.
+    /// Wire packets forwarded after the relay during the window.
     pub packets: u64,
     /// Seconds measured.
     pub secs: f64,
-    /// Bulk goodput (Mbit/s).
+    /// Sum of the flows' goodput (Mbit/s).
     pub goodput_mbit_s: f64,
-    /// TUN tx_dropped + softnet drops + relay overflow during the run.
+    /// TUN tx_dropped + backlog (softnet) drops + veth drops + relay overflow/write
+    /// errors during the run.
     pub unintended_drops: u64,
     /// Sender retransmitted segments.
     pub retrans_segs: u64,
-    /// Packets the relay could forward per CPU-second (capacity on a dedicated CPU), thousands.
+    /// D-SACKs the senders received (spurious retransmissions: reordering, not loss).
+    pub dsack_recv: u64,
+    /// Relay CPU seconds during the window.
+    pub relay_cpu_s: f64,
+    /// Relay CPU use during the window (1.0 = one CPU saturated).
+    pub relay_busy: f64,
+    /// Busy fraction of each CPU during the window (everything on the machine).
+    pub cpu_busy: Vec<f64>,
+    /// Wire packets the relay could forward per CPU-second of its own (capacity on a
+    /// dedicated CPU), thousands.
     pub kpps_per_cpu_s: f64,
-    /// Relay counters.
+    /// Dropped packets (tx + rx) counted by the lab's veths over the whole run.
+    pub veth_drops: u64,
+    /// The same per veth: "dev": [tx_dropped, rx_dropped] (non-zero only).
+    pub veth_drops_by_dev: std::collections::BTreeMap<String, (u64, u64)>,
+    /// Non-zero nstat counters of the client (sender) namespace.
+    pub sender_nstat: std::collections::BTreeMap<String, u64>,
+    /// Relay counters (whole run).
     pub relay: crate::relay::RelayStats,
 }
 
-fn tun_packets(ns: &str, dev: &str) -> u64 {
+fn tx_packets(ns: &str, dev: &str) -> u64 {
     let out =
         crate::cmd::run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     v[0]["stats64"]["tx"]["packets"].as_u64().unwrap_or(0)
 }
 
-/// Builds a lab, runs a bulk flow through a relay with `delay_ms` each way for `secs`
-/// (`spin_us`: the relay's busy-poll threshold).
-pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64, spin_us: u32) -> Result<BenchResult> {
+/// (busy, total) jiffies per CPU from /proc/stat.
+fn cpu_jiffies() -> Vec<(u64, u64)> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            let total: u64 = v.iter().take(8).sum();
+            (total - idle, total)
+        })
+        .collect()
+}
+
+/// utime + stime of a process in seconds (USER_HZ is 100 on Linux).
+fn proc_cpu_s(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(") ")?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let t: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(t as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Builds a lab, runs bulk flows through a relay with `opts.delay_ms` each way for
+/// `opts.secs` and measures the rate.
+pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
     crate::topology::install_signal_cleanup()?;
+    let mtu = opts.mtu;
     let lab = Lab::create(&TopoConfig {
         mtu,
         offloads: false,
@@ -49,7 +145,7 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64, spin_us: u32) -> Result<B
     let n = &lab.names;
     let dir = std::env::temp_dir().join(format!("{}-bench", n.prefix));
     std::fs::create_dir_all(&dir)?;
-    relay_route_on(n, RelayPath::Both, mtu)?;
+    relay_route_on(n, RelayPath::Both, mtu, opts.gso)?;
     // Large socket buffers: with 10 ms RTT the default 4 MB send / 6 MB receive limits
     // cap the flow below what the relay can carry (window-bound, not CPU-bound).
     crate::cmd::ns_run(
@@ -65,7 +161,7 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64, spin_us: u32) -> Result<B
     let args = RelayArgs {
         dev: n.dev_tun.clone(),
         server: n.ip_s.parse()?,
-        delay_ms,
+        delay_ms: opts.delay_ms,
         delay_c2s_ms: None,
         delay_s2c_ms: None,
         only_port: None,
@@ -83,82 +179,141 @@ pub fn bench_relay(mtu: u32, delay_ms: f64, secs: f64, spin_us: u32) -> Result<B
         stats: Some(dir.join("relay.stats.json").to_string_lossy().into()),
         slots: 32768,
         slot_size: (mtu as usize + 64).max(2048),
-        spin_us,
+        spin_us: opts.spin_us,
         nice: -10,
+        gso: opts.gso,
     };
     let relay = RelayProc::start(n, &args, &dir)?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
-    let ready = dir.join("ready");
-    let recv = spawn_in(
-        &n.ns_s,
-        1,
-        &exe,
-        &[
+    let flows = opts.flows.max(1);
+    let mut receivers = Vec::new();
+    for f in 0..flows {
+        let ready = dir.join(format!("ready{f}"));
+        let mut a: Vec<String> = vec![
             "bulk".into(),
             "recv".into(),
             "--listen".into(),
-            format!("{}:{BULK_PORT}", n.ip_s),
+            format!("{}:{}", n.ip_s, BULK_PORT + f),
             "--ready-file".into(),
             ready.to_string_lossy().into(),
-        ],
-        &dir.join("recv.json"),
-    )?;
-    for _ in 0..100 {
-        if ready.exists() {
-            break;
+        ];
+        if !opts.copying_ends {
+            a.push("--discard".into());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        receivers.push(spawn_in(
+            &n.ns_s,
+            opts.recv_cpu,
+            &exe,
+            &a,
+            &dir.join(format!("recv{f}.json")),
+        )?);
+        for _ in 0..100 {
+            if ready.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     crate::run::nstat_reset(&n.ns_c)?;
-    let (p0, d0, s0) = (
-        tun_packets(&n.ns_r, &n.dev_tun),
-        link_drops(&n.ns_r, &n.dev_tun).0,
-        softnet_dropped(),
-    );
-    let t0 = Instant::now();
-    let send = spawn_in(
-        &n.ns_c,
-        1,
-        &exe,
-        &[
+    let wire = || tx_packets(&n.ns_r, &n.dev_rs) + tx_packets(&n.ns_r, &n.dev_rc);
+    let (tun_start, softnet_start) = (link_drops(&n.ns_r, &n.dev_tun).0, softnet_dropped());
+    let mut senders = Vec::new();
+    for f in 0..flows {
+        let mut a: Vec<String> = vec![
             "bulk".into(),
             "send".into(),
             "--to".into(),
-            format!("{}:{BULK_PORT}", n.ip_s),
+            format!("{}:{}", n.ip_s, BULK_PORT + f),
             "--secs".into(),
-            secs.to_string(),
+            opts.secs.to_string(),
             "--cc".into(),
             "cubic".into(),
-        ],
-        &dir.join("send.json"),
-    )?;
-    let out = send.wait_with_output()?;
+        ];
+        if !opts.copying_ends {
+            a.push("--zerocopy".into());
+        }
+        senders.push(spawn_in(
+            &n.ns_c,
+            opts.send_cpu,
+            &exe,
+            &a,
+            &dir.join(format!("send{f}.json")),
+        )?);
+    }
+    // Measure the middle of the transfer: skip slow start and the final drain.
+    let skip = (opts.secs * 0.2).min(1.0);
+    std::thread::sleep(Duration::from_secs_f64(skip));
+    let (p0, c0, j0) = (wire(), proc_cpu_s(relay.pid()), cpu_jiffies());
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64((opts.secs - 2.0 * skip).max(0.5)));
     let el = t0.elapsed().as_secs_f64();
-    let (p1, d1, s1) = (
-        tun_packets(&n.ns_r, &n.dev_tun),
-        link_drops(&n.ns_r, &n.dev_tun).0,
-        softnet_dropped(),
-    );
-    let _ = out;
-    let mut recv = recv;
-    let _ = recv.wait();
+    let (p1, c1, j1) = (wire(), proc_cpu_s(relay.pid()), cpu_jiffies());
+    let mut goodput = 0.0;
+    for (f, s) in senders.into_iter().enumerate() {
+        let out = s.wait_with_output()?;
+        if !out.status.success() {
+            bail!(
+                "bulk sender {f} failed: {}",
+                std::fs::read_to_string(dir.join(format!("send{f}.err"))).unwrap_or_default()
+            );
+        }
+        let r: crate::workload::bulk::BulkResult = serde_json::from_str(
+            std::fs::read_to_string(dir.join(format!("send{f}.json")))?.trim(),
+        )
+        .context("bulk sender result")?;
+        goodput += r.mbit_s;
+    }
+    for mut r in receivers {
+        let _ = r.wait();
+    }
     let nst = crate::run::nstat_delta(&n.ns_c)?;
+    let tun_drops = link_drops(&n.ns_r, &n.dev_tun).0 - tun_start;
+    let softnet_drops = softnet_dropped() - softnet_start;
+    let veth_drops_by_dev: std::collections::BTreeMap<String, (u64, u64)> = [
+        (&n.ns_c, &n.dev_c),
+        (&n.ns_r, &n.dev_rc),
+        (&n.ns_r, &n.dev_rs),
+        (&n.ns_s, &n.dev_s),
+    ]
+    .iter()
+    .map(|(ns, d)| (d.to_string(), link_drops(ns, d)))
+    .filter(|(_, (t, r))| t + r > 0)
+    .collect();
+    let veth_drops = veth_drops_by_dev.values().map(|(t, r)| t + r).sum();
+    // A backlog overflow counts both in softnet_stat and as rx_dropped of the veth.
+    let veth_rx: u64 = veth_drops_by_dev.values().map(|d| d.1).sum();
+    let veth_tx: u64 = veth_drops_by_dev.values().map(|d| d.0).sum();
     let st = relay.stop()?;
     relay_route_off(n);
-    let send_res: crate::workload::bulk::BulkResult =
-        serde_json::from_str(std::fs::read_to_string(dir.join("send.json"))?.trim())
-            .context("bulk sender result")?;
     let _ = std::fs::remove_dir_all(&dir);
     drop(lab);
     let packets = p1 - p0;
+    let relay_cpu_s = c1 - c0;
+    let cpu_busy = j0
+        .iter()
+        .zip(&j1)
+        .map(|(a, b)| (b.0 - a.0) as f64 / (b.1 - a.1).max(1) as f64)
+        .collect();
     Ok(BenchResult {
+        opts: opts.clone(),
         kpps: packets as f64 / el / 1e3,
         packets,
         secs: el,
-        goodput_mbit_s: send_res.mbit_s,
-        unintended_drops: (d1 - d0) + (s1 - s0) + st.pool_overflow + st.write_errors,
+        goodput_mbit_s: goodput,
+        unintended_drops: tun_drops
+            + softnet_drops.max(veth_rx)
+            + veth_tx
+            + st.pool_overflow
+            + st.write_errors,
         retrans_segs: nst.get("TcpRetransSegs").copied().unwrap_or(0),
-        kpps_per_cpu_s: st.tx as f64 / st.cpu_s.max(1e-9) / 1e3,
+        dsack_recv: nst.get("TcpExtTCPDSACKRecv").copied().unwrap_or(0),
+        relay_cpu_s,
+        relay_busy: relay_cpu_s / el,
+        cpu_busy,
+        kpps_per_cpu_s: packets as f64 / relay_cpu_s.max(0.01) / 1e3,
+        veth_drops,
+        veth_drops_by_dev,
+        sender_nstat: nst,
         relay: st,
     })
 }

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod capture;
 pub mod cmd;
 pub mod install;
+pub mod lock;
 pub mod relay;
 pub mod run;
 pub mod scenario;

@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use tcpdx_lab::{relay, run, scenario, topology, verify, workload::bulk};
 
@@ -50,6 +51,13 @@ enum Cmd {
         /// Run `verify` on the result.
         #[arg(long)]
         verify: bool,
+        /// Append one JSON line per scenario ({"scenario","ok","secs","error"}) to this file.
+        #[arg(long)]
+        results: Option<PathBuf>,
+        /// Relay in GSO mode: GRO super-packets forwarded whole, cut only where an
+        /// impairment acts (multi-Gbit/s; not with router captures or router nft loss).
+        #[arg(long)]
+        relay_gso: bool,
     },
     /// Validate a run directory's truth.json against its captures.
     Verify {
@@ -68,21 +76,8 @@ enum Cmd {
         #[arg(long)]
         bulk_only: bool,
     },
-    /// Measure packets/s through the relay with a bulk TCP flow.
-    BenchRelay {
-        /// Link MTU.
-        #[arg(long, default_value_t = 1500)]
-        mtu: u32,
-        /// One-way delay in the relay (ms).
-        #[arg(long, default_value_t = 5.0)]
-        delay_ms: f64,
-        /// Seconds of traffic.
-        #[arg(long, default_value_t = 8.0)]
-        secs: f64,
-        /// Relay busy-poll threshold (µs).
-        #[arg(long, default_value_t = 20)]
-        spin_us: u32,
-    },
+    /// Measure packets/s through the relay with bulk TCP flows.
+    BenchRelay(tcpdx_lab::bench::BenchOpts),
     /// Bulk TCP workload.
     Bulk {
         #[command(subcommand)]
@@ -118,8 +113,15 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+fn main() {
+    // One line per error (the context chain), never a backtrace dump.
+    if let Err(e) = real_main(Cli::parse()) {
+        eprintln!("tcpdx-lab: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::List { json } => {
             for s in scenario::registry() {
@@ -139,6 +141,8 @@ fn main() -> Result<()> {
             keep_trace,
             no_gzip,
             verify: do_verify,
+            relay_gso,
+            results,
         } => {
             need_root()?;
             let list: Vec<scenario::Scenario> =
@@ -163,10 +167,11 @@ fn main() -> Result<()> {
                     mtu,
                     keep_trace,
                     gzip: !no_gzip,
+                    relay_gso,
                 };
                 let t0 = std::time::Instant::now();
                 eprintln!("== {}", sc.name);
-                match run::run_scenario(sc, &o) {
+                let error = match run::run_scenario(sc, &o) {
                     Ok(t) => {
                         eprintln!("{}", verify::summary(&t));
                         eprintln!(
@@ -175,19 +180,45 @@ fn main() -> Result<()> {
                             dir.display()
                         );
                         if do_verify {
-                            let r = verify::verify_dir(&dir)?;
-                            r.print();
-                            if !r.ok() {
-                                failed.push(sc.name.clone());
+                            match verify::verify_dir(&dir) {
+                                Ok(r) => {
+                                    r.print();
+                                    (!r.ok()).then(|| "verification failed".to_string())
+                                }
+                                Err(e) => Some(format!("verify: {e:#}")),
                             }
+                        } else {
+                            None
                         }
                     }
                     Err(e) => {
                         eprintln!("   FAILED: {e:#}");
-                        failed.push(sc.name.clone());
+                        Some(format!("{e:#}"))
                     }
+                };
+                if let Some(p) = &results {
+                    let line = serde_json::json!({
+                        "scenario": sc.name,
+                        "ok": error.is_none(),
+                        "secs": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                        "error": error,
+                    });
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(p)
+                        .with_context(|| format!("opening {}", p.display()))?;
+                    writeln!(f, "{line}")?;
+                }
+                if error.is_some() {
+                    failed.push(sc.name.clone());
                 }
             }
+            eprintln!(
+                "run: {} passed, {} failed",
+                list.len() - failed.len(),
+                failed.len()
+            );
             if !failed.is_empty() {
                 bail!("failed: {}", failed.join(", "));
             }
@@ -212,18 +243,30 @@ fn main() -> Result<()> {
             need_root()?;
             tcpdx_lab::install::install(bulk_only)?;
         }
-        Cmd::BenchRelay {
-            mtu,
-            delay_ms,
-            secs,
-            spin_us,
-        } => {
+        Cmd::BenchRelay(o) => {
             need_root()?;
-            let r = tcpdx_lab::bench::bench_relay(mtu, delay_ms, secs, spin_us)?;
+            let r = tcpdx_lab::bench::bench_relay(&o)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
             println!(
-                "relay: {:.0} kpps ({:.0} Mbit/s goodput, MTU {mtu}, delay {delay_ms} ms each way), unintended drops {}; relay CPU {:.2} s = {:.0} kpps per CPU-second",
-                r.kpps, r.goodput_mbit_s, r.unintended_drops, r.relay.cpu_s, r.kpps_per_cpu_s
+                "relay: {:.0} kpps = MTU-sized wire packets/s (data + ACKs, both directions) leaving the relay; MTU {}, delay {} ms each way, {} flow(s), {} mode; {:.0} Mbit/s goodput; unintended drops {}; relay CPU {:.0}% = {:.0} kpps per relay CPU-second; CPUs busy {}",
+                r.kpps,
+                o.mtu,
+                o.delay_ms,
+                o.flows,
+                if o.gso {
+                    "GSO (super-packets forwarded whole)"
+                } else {
+                    "per-packet"
+                },
+                r.goodput_mbit_s,
+                r.unintended_drops,
+                r.relay_busy * 100.0,
+                r.kpps_per_cpu_s,
+                r.cpu_busy
+                    .iter()
+                    .map(|b| format!("{:.0}%", b * 100.0))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
             );
         }
         Cmd::Bulk { cmd } => {

@@ -31,6 +31,8 @@ pub struct RunOpts {
     pub keep_trace: bool,
     /// Gzip the captures (and remove the raw pcaps).
     pub gzip: bool,
+    /// Run the relay in GSO mode (see [`crate::scenario::RelaySpec::gso`]).
+    pub relay_gso: bool,
 }
 
 fn self_exe() -> Result<String> {
@@ -76,8 +78,32 @@ fn wait_child(mut c: Child, what: &str, timeout: Duration, errfile: &Path) -> Re
 }
 
 /// Steers traffic in the router through the relay TUN (policy routing, table 100).
-pub fn relay_route_on(n: &Names, path: RelayPath, mtu: u32) -> Result<()> {
+pub fn relay_route_on(n: &Names, path: RelayPath, mtu: u32, gso: bool) -> Result<()> {
     let r = &n.ns_r;
+    if gso {
+        // GRO on the router's ingress veths merges each flow's segments into super-packets
+        // that reach the relay (TUN with offloads) whole; the egress veths keep GSO off, so
+        // they are cut again before any capture tap, qdisc or end host downstream.
+        // GRO makes a veth receive through a NAPI ring of only 256 packets; a queue on the
+        // peer (end host) veth lets the kernel hold packets back when the ring is full
+        // (veth backpressure) instead of dropping them.
+        for (dev, ns, peer) in [
+            (&n.dev_rc, &n.ns_c, &n.dev_c),
+            (&n.dev_rs, &n.ns_s, &n.dev_s),
+        ] {
+            run(
+                "ip",
+                &["netns", "exec", r, "ethtool", "-K", dev, "gro", "on"],
+            )?;
+            run(
+                "ip",
+                &[
+                    "netns", "exec", ns, "tc", "qdisc", "replace", "dev", peer, "root", "pfifo",
+                    "limit", "10000",
+                ],
+            )?;
+        }
+    }
     run(
         "ip",
         &["-n", r, "tuntap", "add", "dev", &n.dev_tun, "mode", "tun"],
@@ -179,6 +205,11 @@ impl RelayProc {
             );
         }
         Ok(p)
+    }
+
+    /// Process id of the relay.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Stops it (SIGTERM) and returns its counters.
@@ -307,6 +338,41 @@ pub fn run_scenario(sc: &Scenario, o: &RunOpts) -> Result<Truth> {
     if let Some(m) = o.mtu {
         sc.mtu = m;
     }
+    if o.relay_gso {
+        let Some(r) = sc.relay.as_mut() else {
+            bail!("{}: --relay-gso needs a scenario with a relay", sc.name);
+        };
+        r.gso = true;
+    }
+    if sc.relay.as_ref().is_some_and(|r| r.gso) {
+        if matches!(
+            sc.capture,
+            Point::RouterServerSide | Point::RouterClientSide
+        ) {
+            bail!(
+                "{}: relay GSO mode cannot capture on the router (its ingress sees GRO super-packets)",
+                sc.name
+            );
+        }
+        if sc
+            .nft_loss
+            .as_ref()
+            .is_some_and(|l| l.hook == NftHook::RouterForward)
+        {
+            bail!(
+                "{}: relay GSO mode cannot drop with nft on the router (it would drop super-packets)",
+                sc.name
+            );
+        }
+    }
+    // Refuse before building anything if a resource this run needs is in use by another run.
+    let _lock = match &sc.workload {
+        Workload::Storage { op, .. } => crate::storage::exclusive_lock(*op)
+            .map(|(name, why)| crate::lock::LabLock::acquire(name, why))
+            .transpose()
+            .with_context(|| format!("cannot run {}", sc.name))?,
+        Workload::Bulk { .. } => None,
+    };
     std::fs::create_dir_all(&o.out)?;
     let out = std::fs::canonicalize(&o.out)?;
     crate::topology::install_signal_cleanup()?;
@@ -396,7 +462,7 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     let relay_log = out.join("relay.jsonl");
     let mut relay = None;
     if let Some(r) = &sc.relay {
-        relay_route_on(n, r.path, lab.mtu)?;
+        relay_route_on(n, r.path, lab.mtu, r.gso)?;
         let args = RelayArgs {
             dev: n.dev_tun.clone(),
             server: n.ip_s.parse()?,
@@ -420,6 +486,7 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             slot_size: (lab.mtu as usize + 64).max(2048),
             spin_us: 20,
             nice: -10,
+            gso: r.gso,
         };
         relay = Some(RelayProc::start(n, &args, out)?);
     }

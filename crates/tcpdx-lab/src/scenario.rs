@@ -50,6 +50,10 @@ pub struct RelaySpec {
     pub reorder_k: u32,
     /// Time-based reordering: extra delay (ms).
     pub reorder_delay_ms: f64,
+    /// GSO mode: GRO on the router's ingress veths, the relay forwards super-packets whole
+    /// and cuts them only where an impairment acts (for multi-Gbit/s runs). Incompatible
+    /// with router capture points and router-side nft loss, which would see super-packets.
+    pub gso: bool,
 }
 
 /// Token-bucket bottleneck on the router.

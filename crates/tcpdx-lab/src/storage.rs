@@ -6,7 +6,7 @@
 use crate::cmd::{self, run};
 use crate::run::spawn_in;
 use crate::scenario::{Scenario, StorageOp, Workload};
-use crate::topology::{Names, ns_pids};
+use crate::topology::Names;
 use crate::truth::Stall;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -40,6 +40,17 @@ fn needs(op: StorageOp) -> &'static [&'static str] {
         StorageOp::Nfs3Read | StorageOp::Nfs3Write => &["rpcbind", "ganesha.nfsd", "nfs-cp"],
         StorageOp::Nfs4Read => &["ganesha.nfsd", "nfs-cp"],
         StorageOp::IscsiRead => &["tgtd", "tgtadm", "iscsi-perf"],
+    }
+}
+
+/// Machine-wide lock an operation needs, with the reason (see [`crate::lock::LabLock`]).
+pub fn exclusive_lock(op: StorageOp) -> Option<(&'static str, &'static str)> {
+    match op {
+        StorageOp::Nfs3Read | StorageOp::Nfs3Write | StorageOp::Nfs4Read => Some((
+            "rpcbind",
+            "only one NFS scenario can run at a time on a machine (rpcbind's socket /run/rpcbind.sock and its lock file are global)",
+        )),
+        _ => None,
     }
 }
 
@@ -155,8 +166,12 @@ impl Services {
                 std::fs::write(&conf, render(GANESHA_CONF, &n.ip_s, &state))?;
                 // ganesha registers with the portmapper even for NFSv4 (it stalls without one)
                 {
-                    if Path::new("/run/rpcbind.sock").exists() && !ns_pids(&n.ns_s).is_empty() {
-                        bail!("rpcbind socket in use");
+                    // The caller holds the rpcbind lock, so no other lab's rpcbind runs; a
+                    // socket that answers belongs to the host's own rpcbind.
+                    if std::os::unix::net::UnixStream::connect("/run/rpcbind.sock").is_ok() {
+                        bail!(
+                            "an rpcbind outside the lab answers on /run/rpcbind.sock; the lab's rpcbind would take over its socket: stop it first"
+                        );
                     }
                     let _ = std::fs::remove_file("/run/rpcbind.sock");
                     let _ = std::fs::remove_file("/run/rpcbind.lock");
@@ -164,7 +179,8 @@ impl Services {
                         &n.ns_s,
                         1,
                         "rpcbind",
-                        &["-w".into(), "-f".into()],
+                        // no -w: warm-start files in /run/rpcbind would outlive the run
+                        &["-f".into()],
                         &log("rpcbind"),
                     )?);
                     wait_listen(&n.ns_s, 111, "rpcbind")?;

@@ -13,6 +13,12 @@ use std::time::Duration;
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
+const TUN_F_TSO6: libc::c_uint = 0x04;
+const TUN_F_TSO_ECN: libc::c_uint = 0x08;
 
 #[repr(C)]
 struct IfReq {
@@ -21,8 +27,10 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
-/// Opens (creating if needed) the TUN device `name` in the current netns, non-blocking, no PI header.
-pub fn open_tun(name: &str) -> io::Result<File> {
+/// Opens (creating if needed) the TUN device `name` in the current netns, non-blocking, no PI
+/// header. With `vnet`, every packet carries a 10-byte `virtio_net_hdr` and the device
+/// accepts TCP GSO super-packets and partial checksums in both directions (TUNSETOFFLOAD).
+pub fn open_tun(name: &str, vnet: bool) -> io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -36,7 +44,7 @@ pub fn open_tun(name: &str) -> io::Result<File> {
         .open("/dev/net/tun")?;
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        flags: IFF_TUN | IFF_NO_PI,
+        flags: IFF_TUN | IFF_NO_PI | if vnet { IFF_VNET_HDR } else { 0 },
         _pad: [0; 22],
     };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
@@ -44,6 +52,14 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
+    }
+    if vnet {
+        let offload = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+        // SAFETY: TUNSETOFFLOAD takes the flag word by value.
+        let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETOFFLOAD, offload as libc::c_ulong) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
     let fd = f.into_raw_fd();
     // SAFETY: fd is a valid, owned descriptor that we just released from `f`.
@@ -159,4 +175,46 @@ pub fn tcp_outq(fd: &impl AsRawFd) -> io::Result<i32> {
 pub fn set_nice(nice: i32) -> bool {
     // SAFETY: plain setpriority(2) on the calling process.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) == 0 }
+}
+
+/// Tries to take an exclusive advisory lock on `f` without blocking (flock(2));
+/// Ok(false) if another process holds it. Released when the file is closed.
+pub fn try_lock_exclusive(f: &File) -> io::Result<bool> {
+    // SAFETY: plain flock(2) on a descriptor `f` keeps open for the call.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// An anonymous in-memory file (memfd_create) holding `len` bytes of `byte`.
+pub fn memfd_filled(len: usize, byte: u8) -> io::Result<File> {
+    let name = c"tcpdx-bulk";
+    // SAFETY: name is a valid NUL-terminated string; flags 0 (no sealing).
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    io::Write::write_all(&mut f, &vec![byte; len])?;
+    Ok(f)
+}
+
+/// sendfile(2) of up to `count` bytes of `inp` from offset `*off` (advanced) to `out`.
+pub fn sendfile(out: &impl AsRawFd, inp: &File, off: &mut i64, count: usize) -> io::Result<usize> {
+    let mut o: libc::off_t = *off;
+    // SAFETY: both descriptors are open for the call; o is a valid in/out offset.
+    let rc = unsafe { libc::sendfile(out.as_raw_fd(), inp.as_raw_fd(), &mut o, count) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    *off = o;
+    Ok(rc as usize)
 }

@@ -452,12 +452,16 @@ pub fn teardown_state(st: &LabState) {
         .into_iter()
         .filter(|s| s.names.prefix != n.prefix && crate::sys::pid_alive(s.pid))
         .count();
-    if others == 0
-        && let Some(b) = st.saved_backlog
-    {
-        let _ = write_backlog(b);
-    }
     let _ = std::fs::remove_file(state_path(&n.prefix));
+    if others == 0 {
+        if let Some(b) = st.saved_backlog {
+            let _ = write_backlog(b);
+        }
+        crate::trace::unmount_if_ours();
+        crate::lock::LabLock::remove_stale();
+        // the state directory goes once it is empty (a live lock or lab keeps it)
+        let _ = std::fs::remove_dir(STATE_DIR);
+    }
 }
 
 /// `tcpdx-lab cleanup`: removes labs whose owner is gone (or all with `force`) and orphans.
@@ -484,6 +488,10 @@ pub fn cleanup(force: bool) -> Result<usize> {
     }
     if live.is_empty() {
         crate::trace::remove_instances("tdx");
+        if crate::trace::unmount_if_ours() {
+            eprintln!("unmounted tracefs (mounted by the lab)");
+        }
+        crate::lock::LabLock::remove_stale();
         if let Some(b) = restore {
             write_backlog(b)?;
         } else if read_backlog() == Some(LAB_BACKLOG) {
@@ -492,6 +500,7 @@ pub fn cleanup(force: bool) -> Result<usize> {
             );
             write_backlog(1000)?;
         }
+        let _ = std::fs::remove_dir(STATE_DIR);
     }
     Ok(removed)
 }

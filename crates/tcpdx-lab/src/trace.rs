@@ -19,13 +19,38 @@ const EVENTS: [&str; 4] = [
     "tcp_receive_reset",
 ];
 
-/// Mounts tracefs if it is not mounted yet.
+/// Marker file: the lab mounted tracefs (so the last lab to finish unmounts it).
+fn mount_marker() -> PathBuf {
+    Path::new(crate::topology::STATE_DIR).join("tracefs.mounted")
+}
+
+/// Mounts tracefs if it is not mounted yet (and records that the lab did).
 pub fn ensure_mounted() -> Result<()> {
     if Path::new(TRACEFS).join("instances").is_dir() {
         return Ok(());
     }
+    std::fs::create_dir_all(crate::topology::STATE_DIR)?;
+    std::fs::write(mount_marker(), "")?;
     crate::cmd::run("mount", &["-t", "tracefs", "nodev", TRACEFS]).context("mounting tracefs")?;
     Ok(())
+}
+
+/// Unmounts tracefs if the lab mounted it and no tracing instance is left (call when no
+/// lab is live). Returns whether it unmounted.
+pub fn unmount_if_ours() -> bool {
+    if !mount_marker().exists() {
+        return false;
+    }
+    let instances = Path::new(TRACEFS).join("instances");
+    let busy = std::fs::read_dir(&instances).is_ok_and(|mut rd| rd.next().is_some());
+    if busy {
+        return false;
+    }
+    let done = !instances.is_dir() || crate::cmd::run("umount", &[TRACEFS]).is_ok();
+    if done {
+        let _ = std::fs::remove_file(mount_marker());
+    }
+    done
 }
 
 /// A live tracefs instance streaming into a file.

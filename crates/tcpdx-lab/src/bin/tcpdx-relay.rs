@@ -12,9 +12,13 @@ struct Cli {
     args: tcpdx_lab::relay::RelayArgs,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
-    let st = tcpdx_lab::relay::run(&cli.args)?;
-    eprintln!("{}", serde_json::to_string(&st)?);
-    Ok(())
+    match tcpdx_lab::relay::run(&cli.args) {
+        Ok(st) => eprintln!("{}", serde_json::to_string(&st).unwrap_or_default()),
+        Err(e) => {
+            eprintln!("tcpdx-relay: {e:#}");
+            std::process::exit(1);
+        }
+    }
 }

@@ -89,6 +89,11 @@ pub struct RelayArgs {
     #[arg(long, default_value_t = 20)]
     #[serde(default)]
     pub spin_us: u32,
+    /// GSO mode: the TUN passes TCP super-packets (IFF_VNET_HDR + TUNSETOFFLOAD) that the
+    /// relay forwards whole, cutting them into wire segments only where an impairment acts.
+    #[arg(long)]
+    #[serde(default)]
+    pub gso: bool,
     /// Nice value of the relay process (negative: more CPU share than other jobs).
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     #[serde(default)]
@@ -102,6 +107,15 @@ pub struct RelayStats {
     pub rx: u64,
     /// Packets written back.
     pub tx: u64,
+    /// Wire segments read (a GSO super-packet counts as its MTU-sized segments).
+    #[serde(default)]
+    pub rx_wire: u64,
+    /// Wire segments written back.
+    #[serde(default)]
+    pub tx_wire: u64,
+    /// GSO super-packets cut into segments because an impairment acted on them.
+    #[serde(default)]
+    pub cut: u64,
     /// Data segments on the impaired flow(s).
     pub data_segments: u64,
     /// Packets dropped on purpose.
@@ -215,6 +229,9 @@ impl RelayArgs {
         if let Some(s) = &self.stats {
             opt("stats", s.clone());
         }
+        if self.gso {
+            a.push("--gso".into());
+        }
         a
     }
 }
@@ -239,54 +256,211 @@ fn write_event(w: &mut impl Write, e: &Event) -> std::io::Result<()> {
 
 const BATCH: usize = 256;
 
+/// Where injected events go: the JSONL log (first write error kept) and the counters.
+struct Sink {
+    log: Option<BufWriter<File>>,
+    err: Option<std::io::Error>,
+}
+
+impl Sink {
+    fn event(&mut self, st: &mut RelayStats, e: &Event) {
+        if let Some(w) = self.log.as_mut()
+            && let Err(err) = write_event(w, e)
+        {
+            self.err.get_or_insert(err);
+        }
+        match e.kind {
+            sched::EventKind::Reorder => st.reordered += 1,
+            sched::EventKind::BlackoutStart => {}
+            _ => st.dropped += 1,
+        }
+    }
+}
+
+/// The relay's packet memory: `n` slots of `size` bytes, a free list and per-slot lengths
+/// and wire-segment counts. Allocated once; slots are reused LIFO so few pages are hot.
+struct Pool {
+    buf: Vec<u8>,
+    size: usize,
+    lens: Vec<u32>,
+    segs: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Pool {
+    fn new(n: usize, size: usize) -> Pool {
+        Pool {
+            buf: vec![0u8; n * size],
+            size,
+            lens: vec![0; n],
+            segs: vec![1; n],
+            free: (0..n as u32).rev().collect(),
+        }
+    }
+
+    fn slot(&self, slot: u32) -> &[u8] {
+        let off = slot as usize * self.size;
+        &self.buf[off..off + self.lens[slot as usize] as usize]
+    }
+
+    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
+        let off = slot as usize * self.size;
+        &mut self.buf[off..off + self.size]
+    }
+}
+
+/// The relay's state apart from the TUN: decisions, release queue, packet memory, counters.
+struct Core {
+    imp: Impairer,
+    q: Scheduler,
+    pool: Pool,
+    st: RelayStats,
+    sink: Sink,
+    scratch: Vec<u8>,
+    /// vnet header bytes before each packet (0 without GSO).
+    hdr: usize,
+}
+
+impl Core {
+    /// Decides the plain packet in `slot` and queues, holds or frees it.
+    fn decide_slot(&mut self, now: i64, slot: u32) {
+        let (st, sink) = (&mut self.st, &mut self.sink);
+        let p = &self.pool.slot(slot)[self.hdr..];
+        let (dir, v) = self.imp.decide(now, p, &mut |e| sink.event(st, &e));
+        match v {
+            Verdict::Forward { due } => self.q.push(due, slot, dir),
+            Verdict::Hold { k, deadline } => self.q.hold(slot, dir, k, deadline),
+            Verdict::Drop => self.pool.free.push(slot),
+        }
+    }
+
+    /// Handles a GSO super-packet of `k` wire segments in `slot`: forwarded whole when no
+    /// impairment can act on it, else cut into plain segments (each in its own slot, with
+    /// a zero vnet header: checksums complete) and decided one by one, as on the wire.
+    fn decide_super(&mut self, now: i64, slot: u32, k: u32, gso_size: usize) {
+        let h = self.hdr;
+        if !self.q.has_held()
+            && let Some((dir, Verdict::Forward { due })) =
+                self.imp.decide_whole(now, &self.pool.slot(slot)[h..], k)
+        {
+            self.pool.segs[slot as usize] = k;
+            self.q.push(due, slot, dir);
+            return;
+        }
+        let n = self.pool.slot(slot).len() - h;
+        self.scratch[..n].copy_from_slice(&self.pool.slot(slot)[h..]);
+        self.pool.free.push(slot);
+        self.st.cut += 1;
+        for i in 0..k as usize {
+            let Some(s2) = self.pool.free.pop() else {
+                self.st.pool_overflow += u64::from(k) - i as u64;
+                return;
+            };
+            let buf = self.pool.slot_mut(s2);
+            buf[..h].fill(0);
+            let Some(m) = pkt::gso_segment(&self.scratch[..n], gso_size, i, &mut buf[h..]) else {
+                self.pool.free.push(s2);
+                self.st.write_errors += 1;
+                continue;
+            };
+            self.pool.lens[s2 as usize] = (h + m) as u32;
+            self.pool.segs[s2 as usize] = 1;
+            self.decide_slot(now, s2);
+        }
+    }
+
+    /// Handles the packet just read into `slot` (`n` bytes).
+    fn on_read(&mut self, now: i64, slot: u32, n: usize) {
+        self.st.rx += 1;
+        self.pool.lens[slot as usize] = n as u32;
+        self.pool.segs[slot as usize] = 1;
+        if self.hdr == 0 {
+            self.st.rx_wire += 1;
+            return self.decide_slot(now, slot);
+        }
+        if n < self.hdr {
+            self.pool.free.push(slot);
+            self.st.write_errors += 1;
+            return;
+        }
+        let v = pkt::vnet(self.pool.slot(slot)).unwrap_or_default();
+        let t = pkt::parse(&self.pool.slot(slot)[self.hdr..]);
+        let k = pkt::wire_segments(v, t.as_ref());
+        self.st.rx_wire += u64::from(k);
+        if k > 1 {
+            self.decide_super(now, slot, k, usize::from(v.gso_size));
+        } else {
+            self.decide_slot(now, slot);
+        }
+    }
+
+    /// Writes `slot` to the TUN and returns it to the pool.
+    fn send(&mut self, tun: &mut File, slot: u32) {
+        match tun.write(self.pool.slot(slot)) {
+            Ok(_) => {
+                self.st.tx += 1;
+                self.st.tx_wire += u64::from(self.pool.segs[slot as usize]);
+            }
+            Err(_) => self.st.write_errors += 1,
+        }
+        self.pool.free.push(slot);
+    }
+
+    /// Sends everything due at `now`, with the held packets it releases.
+    fn release_due(&mut self, tun: &mut File, now: i64) {
+        while let Some((slot, dir, id)) = self.q.pop_due(now) {
+            self.send(tun, slot);
+            let (mut d, mut i): (Dir, u64) = (dir, id);
+            while let Some((s2, d2, i2)) = self.q.on_sent(d, i).or_else(|| self.q.pop_released()) {
+                self.send(tun, s2);
+                (d, i) = (d2, i2);
+            }
+        }
+    }
+}
+
 /// Runs the relay until SIGINT/SIGTERM; returns its counters.
 pub fn run(args: &RelayArgs) -> Result<RelayStats> {
     let imp = args.impairments()?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    let mut tun =
-        crate::sys::open_tun(&args.dev).with_context(|| format!("opening TUN {}", args.dev))?;
+    let mut tun = crate::sys::open_tun(&args.dev, args.gso)
+        .with_context(|| format!("opening TUN {}", args.dev))?;
     crate::sys::set_min_timer_slack();
     // The relay is the network: a higher CPU share keeps other jobs on CPU0 from
     // delaying it (its TUN ring of 10000 packets overflows after ~70 ms at 140 kpps).
     if !crate::sys::set_nice(args.nice) {
         eprintln!("relay: cannot set nice {} (not root?)", args.nice);
     }
-    let mut log: Option<BufWriter<File>> = match &args.log {
-        Some(p) => Some(BufWriter::with_capacity(
-            1 << 20,
-            File::create(p).with_context(|| format!("creating {p}"))?,
-        )),
-        None => None,
+    let sink = Sink {
+        log: match &args.log {
+            Some(p) => Some(BufWriter::with_capacity(
+                1 << 20,
+                File::create(p).with_context(|| format!("creating {p}"))?,
+            )),
+            None => None,
+        },
+        err: None,
     };
-    let (nslots, ssize) = (args.slots.max(16), args.slot_size.max(2048));
-    let mut pool = vec![0u8; nslots * ssize];
-    let mut lens = vec![0u32; nslots];
-    let mut free: Vec<u32> = (0..nslots as u32).rev().collect();
-    let mut scratch = vec![0u8; 65536];
-    let mut q = Scheduler::with_capacity(nslots);
-    let mut imp = Impairer::new(imp);
-    let mut st = RelayStats::default();
+    // With GSO a slot must hold a 64 KiB super-packet plus its vnet header; fewer slots
+    // then (untouched pages of the pool cost no memory).
+    let hdr = if args.gso { pkt::VNET_HDR_LEN } else { 0 };
+    let (nslots, ssize) = if args.gso {
+        (args.slots.clamp(16, 8192), 65536 + 64)
+    } else {
+        (args.slots.max(16), args.slot_size.max(2048))
+    };
+    let mut c = Core {
+        imp: Impairer::new(imp),
+        q: Scheduler::with_capacity(nslots),
+        pool: Pool::new(nslots, ssize),
+        st: RelayStats::default(),
+        sink,
+        scratch: vec![0u8; 65536 + 64],
+        hdr,
+    };
     let t0 = crate::sys::mono_ns();
-    let mut log_err = None;
-
-    // Writes one slot to the TUN and returns it to the pool.
-    let send = |tun: &mut File,
-                pool: &[u8],
-                lens: &[u32],
-                free: &mut Vec<u32>,
-                st: &mut RelayStats,
-                slot: u32| {
-        let off = slot as usize * ssize;
-        let len = lens[slot as usize] as usize;
-        match tun.write(&pool[off..off + len]) {
-            Ok(_) => st.tx += 1,
-            Err(_) => st.write_errors += 1,
-        }
-        free.push(slot);
-    };
-
     let mut got = 0usize;
     let spin_ns = i64::from(args.spin_us) * 1000;
     while !stop.load(Ordering::Relaxed) {
@@ -295,7 +469,7 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
         // no context switch.
         if got == 0 {
             let now = crate::sys::mono_ns();
-            let timeout = match q.next_due() {
+            let timeout = match c.q.next_due() {
                 Some(d) if d - now <= spin_ns => None,
                 Some(d) => {
                     Some(Duration::from_nanos((d - now) as u64).min(Duration::from_millis(50)))
@@ -307,74 +481,46 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
             }
         }
         got = 0;
-        {
-            for _ in 0..BATCH {
-                let Some(slot) = free.pop() else {
-                    // pool exhausted: read and discard (counted as an unintended loss)
-                    match tun.read(&mut scratch) {
-                        Ok(_n) => {
-                            st.rx += 1;
-                            st.pool_overflow += 1;
-                            got += 1;
-                            continue;
-                        }
-                        Err(_) => break,
+        for _ in 0..BATCH {
+            let Some(slot) = c.pool.free.pop() else {
+                // pool exhausted: read and discard (counted as an unintended loss)
+                match tun.read(&mut c.scratch) {
+                    Ok(_n) => {
+                        c.st.rx += 1;
+                        c.st.rx_wire += 1;
+                        c.st.pool_overflow += 1;
+                        got += 1;
+                        continue;
                     }
-                };
-                let off = slot as usize * ssize;
-                let n = match tun.read(&mut pool[off..off + ssize]) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        free.push(slot);
-                        if e.kind() != ErrorKind::WouldBlock && e.kind() != ErrorKind::Interrupted {
-                            return Err(e).context("reading TUN");
-                        }
-                        break;
+                    Err(_) => break,
+                }
+            };
+            match tun.read(c.pool.slot_mut(slot)) {
+                Ok(n) => {
+                    got += 1;
+                    c.on_read(crate::sys::mono_ns(), slot, n);
+                }
+                Err(e) => {
+                    c.pool.free.push(slot);
+                    if e.kind() != ErrorKind::WouldBlock && e.kind() != ErrorKind::Interrupted {
+                        return Err(e).context("reading TUN");
                     }
-                };
-                got += 1;
-                st.rx += 1;
-                lens[slot as usize] = n as u32;
-                let now = crate::sys::mono_ns();
-                let mut on_event = |e: Event| {
-                    if let Some(w) = log.as_mut()
-                        && let Err(err) = write_event(w, &e)
-                    {
-                        log_err = Some(err);
-                    }
-                    match e.kind {
-                        sched::EventKind::Reorder => st.reordered += 1,
-                        sched::EventKind::BlackoutStart => {}
-                        _ => st.dropped += 1,
-                    }
-                };
-                let (dir, v) = imp.decide(now, &pool[off..off + n], &mut on_event);
-                match v {
-                    Verdict::Forward { due } => q.push(due, slot, dir),
-                    Verdict::Hold { k, deadline } => q.hold(slot, dir, k, deadline),
-                    Verdict::Drop => free.push(slot),
+                    break;
                 }
             }
-            st.max_queue = st.max_queue.max(q.len() as u64);
         }
-        let now = crate::sys::mono_ns();
-        while let Some((slot, dir, id)) = q.pop_due(now) {
-            send(&mut tun, &pool, &lens, &mut free, &mut st, slot);
-            let (mut d, mut i): (Dir, u64) = (dir, id);
-            while let Some((s2, d2, i2)) = q.on_sent(d, i).or_else(|| q.pop_released()) {
-                send(&mut tun, &pool, &lens, &mut free, &mut st, s2);
-                (d, i) = (d2, i2);
-            }
-        }
+        c.st.max_queue = c.st.max_queue.max(c.q.len() as u64);
+        c.release_due(&mut tun, crate::sys::mono_ns());
     }
-    st.data_segments = imp.data_segments();
-    st.left_in_queue = q.len() as u64;
+    let mut st = c.st;
+    st.data_segments = c.imp.data_segments();
+    st.left_in_queue = c.q.len() as u64;
     st.elapsed_s = (crate::sys::mono_ns() - t0) as f64 / 1e9;
     st.cpu_s = crate::sys::cpu_seconds();
-    if let Some(mut w) = log {
+    if let Some(mut w) = c.sink.log {
         w.flush()?;
     }
-    if let Some(e) = log_err {
+    if let Some(e) = c.sink.err {
         return Err(e).context("writing relay log");
     }
     if let Some(p) = &args.stats {

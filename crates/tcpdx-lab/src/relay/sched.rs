@@ -125,6 +125,12 @@ fn in_sorted(list: &[u64], n: u64) -> bool {
     list.binary_search(&n).is_ok()
 }
 
+/// Whether the sorted `list` holds a value in `lo..=hi`.
+fn any_in(list: &[u64], lo: u64, hi: u64) -> bool {
+    list.get(list.partition_point(|&x| x < lo))
+        .is_some_and(|&x| x <= hi)
+}
+
 impl Impairer {
     /// Creates the decision state; the random stream depends only on `cfg.seed`.
     pub fn new(cfg: Impairments) -> Impairer {
@@ -153,13 +159,52 @@ impl Impairer {
         self.n_data
     }
 
+    fn delay(&self, dir: Dir) -> i64 {
+        match dir {
+            Dir::C2s => self.cfg.delay_c2s_ns,
+            Dir::S2c => self.cfg.delay_s2c_ns,
+        }
+    }
+
+    /// For a GSO super-packet `p` standing for `segs` wire segments: if no impairment can
+    /// act on any of them, counts them and returns the verdict for the whole packet (it is
+    /// forwarded uncut); None if it must be cut and each segment decided by [`Self::decide`].
+    pub fn decide_whole(&mut self, now: i64, p: &[u8], segs: u32) -> Option<(Dir, Verdict)> {
+        let dir = self.dir_of(p);
+        let fwd = Verdict::Forward {
+            due: now + self.delay(dir),
+        };
+        let Some(t) = pkt::parse(p) else {
+            return Some((dir, fwd));
+        };
+        if t.payload == 0
+            || self
+                .cfg
+                .only_port
+                .is_some_and(|port| port != t.sport && port != t.dport)
+        {
+            return Some((dir, fwd));
+        }
+        let (lo, hi) = (self.n_data + 1, self.n_data + u64::from(segs));
+        let c = &self.cfg;
+        let quiet = c.drop_prob == 0.0
+            && c.reorder_prob == 0.0
+            && self.repeat.is_empty()
+            && now >= self.blackout_until
+            && c.blackout_after.get(self.bo_next).is_none_or(|&b| b > hi)
+            && !any_in(&c.drop_nth, lo, hi)
+            && !any_in(&c.reorder_nth, lo, hi);
+        if !quiet {
+            return None;
+        }
+        self.n_data = hi;
+        Some((dir, fwd))
+    }
+
     /// Decides the fate of packet `p` arriving at monotonic time `now`; may report an event.
     pub fn decide(&mut self, now: i64, p: &[u8], events: &mut impl FnMut(Event)) -> (Dir, Verdict) {
         let dir = self.dir_of(p);
-        let delay = match dir {
-            Dir::C2s => self.cfg.delay_c2s_ns,
-            Dir::S2c => self.cfg.delay_s2c_ns,
-        };
+        let delay = self.delay(dir);
         let fwd = Verdict::Forward { due: now + delay };
         let Some(t) = pkt::parse(p) else {
             return (dir, fwd);
@@ -307,6 +352,12 @@ impl Scheduler {
             left: k,
             deadline,
         });
+    }
+
+    /// Whether a count-based hold is waiting (it counts packets sent, so super-packets
+    /// must then be cut to count wire segments).
+    pub fn has_held(&self) -> bool {
+        !self.held.is_empty()
     }
 
     /// Packets queued or held.
@@ -484,6 +535,46 @@ mod tests {
             run(&mut imp, 0, 1, 10).0,
             Verdict::Hold { k: 2, .. }
         ));
+    }
+
+    #[test]
+    fn super_packets_pass_whole_only_when_no_impairment_can_act() {
+        let p = build_tcp(C, S, 40000, 5001, 1, 14480);
+        let mut imp = Impairer::new(Impairments {
+            drop_nth: vec![25],
+            blackout_after: vec![40],
+            blackout_ns: 1000,
+            ..cfg()
+        });
+        assert_eq!(
+            imp.decide_whole(0, &p, 10),
+            Some((Dir::C2s, Verdict::Forward { due: 5_000_000 }))
+        );
+        assert_eq!(imp.data_segments(), 10);
+        assert!(
+            imp.decide_whole(0, &p, 20).is_none(),
+            "segment 25 is in 11..=30"
+        );
+        assert_eq!(
+            imp.data_segments(),
+            10,
+            "nothing counted when it must be cut"
+        );
+        assert!(imp.decide_whole(0, &p, 14).is_some(), "11..=24");
+        assert!(imp.decide_whole(0, &p, 1).is_none(), "25");
+        assert_eq!(run(&mut imp, 0, 1, 1448).0, Verdict::Drop);
+        assert!(imp.decide_whole(0, &p, 14).is_some(), "26..=39");
+        assert!(
+            imp.decide_whole(0, &p, 2).is_none(),
+            "blackout starts at 40"
+        );
+        let ack = build_tcp(S, C, 5001, 40000, 9, 0);
+        assert!(imp.decide_whole(0, &ack, 1).is_some());
+        let mut rnd = Impairer::new(Impairments {
+            drop_prob: 0.01,
+            ..cfg()
+        });
+        assert!(rnd.decide_whole(0, &p, 10).is_none());
     }
 
     #[test]

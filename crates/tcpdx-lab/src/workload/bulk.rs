@@ -30,6 +30,11 @@ pub struct SendArgs {
     /// Size of each write.
     #[arg(long, default_value_t = 131072)]
     pub write_size: usize,
+    /// Send with sendfile(2) from an in-memory file (page references, no copy): a light
+    /// traffic generator for benchmarks.
+    #[arg(long)]
+    #[serde(default)]
+    pub zerocopy: bool,
 }
 
 /// Options of `tcpdx-lab bulk recv`.
@@ -53,6 +58,11 @@ pub struct RecvArgs {
     /// Write the listening notice to this file once ready (for orchestration).
     #[arg(long)]
     pub ready_file: Option<String>,
+    /// Discard data in the kernel (recv with MSG_TRUNC, no copy): a light sink for
+    /// benchmarks.
+    #[arg(long)]
+    #[serde(default)]
+    pub discard: bool,
 }
 
 /// Result line printed by sender and receiver (JSON).
@@ -93,6 +103,14 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
         .to_string();
     let mut s: TcpStream = sock.into();
     let buf = vec![0x5au8; a.write_size.max(1)];
+    // zero-copy source: the same in-memory pages sent over and over
+    const SRC_LEN: usize = 8 << 20;
+    let src = if a.zerocopy {
+        Some(crate::sys::memfd_filled(SRC_LEN, 0x5a).context("memfd for --zerocopy")?)
+    } else {
+        None
+    };
+    let mut src_off = 0i64;
     let t0 = Instant::now();
     let mut sent = 0u64;
     let deadline = a.secs.map(|s| t0 + Duration::from_secs_f64(s));
@@ -103,8 +121,19 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
             None if sent >= a.bytes => break,
             None => (a.bytes - sent).min(buf.len() as u64) as usize,
         };
-        s.write_all(&buf[..want])?;
-        sent += want as u64;
+        match &src {
+            Some(f) => {
+                if src_off as usize >= SRC_LEN {
+                    src_off = 0;
+                }
+                let n = want.min(SRC_LEN - src_off as usize);
+                sent += crate::sys::sendfile(&s, f, &mut src_off, n)? as u64;
+            }
+            None => {
+                s.write_all(&buf[..want])?;
+                sent += want as u64;
+            }
+        }
     }
     // Wait until everything is acknowledged before sending the FIN: once the socket is in
     // FIN_WAIT1 the kernel no longer fires tcp_probe for incoming ACKs (they take the
@@ -143,11 +172,21 @@ pub fn recv(a: &RecvArgs) -> Result<BulkResult> {
     let cc = String::from_utf8_lossy(&conn.tcp_congestion()?)
         .trim_end_matches('\0')
         .to_string();
-    let mut s: TcpStream = conn.into();
     let t0 = Instant::now();
     sleep_ms(a.start_delay_ms);
-    let mut buf = vec![0u8; a.read_size.max(1)];
     let mut n = 0u64;
+    if a.discard {
+        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); a.read_size.max(1)];
+        loop {
+            let r = conn.recv_with_flags(&mut buf, libc::MSG_TRUNC)?;
+            if r == 0 {
+                break;
+            }
+            n += r as u64;
+        }
+    }
+    let mut s: TcpStream = conn.into();
+    let mut buf = vec![0u8; a.read_size.max(1)];
     loop {
         let r = s.read(&mut buf)?;
         if r == 0 {
