@@ -345,3 +345,65 @@ fn arbitrary_bytes_never_panic() {
     }
     assert!(conn.outstanding() <= 8);
 }
+
+#[test]
+fn oplock_break_acknowledgements_are_not_timed() {
+    // Server-initiated break (unsolicited), the client's acknowledgement (a Break request)
+    // and the server's Break response: no transaction, as in Wireshark's smb2,srt.
+    let mut conn = Smb2Conn::new(4);
+    let mut sink = Collect::default();
+    let rsp = H {
+        response: true,
+        ..REQ
+    };
+    for (dir, bytes) in [
+        (
+            Dir::ServerToClient,
+            nbss(&command(
+                H {
+                    cmd: 18,
+                    id: u64::MAX,
+                    ..rsp
+                },
+                &[24, 0],
+                false,
+            )),
+        ),
+        (
+            Dir::ClientToServer,
+            nbss(&command(
+                H {
+                    cmd: 18,
+                    id: 9,
+                    ..REQ
+                },
+                &[24, 0],
+                false,
+            )),
+        ),
+        (
+            Dir::ServerToClient,
+            nbss(&command(
+                H {
+                    cmd: 18,
+                    id: 9,
+                    ..rsp
+                },
+                &[24, 0],
+                false,
+            )),
+        ),
+    ] {
+        let mut f = Framer::new(true);
+        let mut h = Smb2Dir {
+            conn: &mut conn,
+            dir,
+            stream: StreamId(0),
+            sink: &mut sink,
+        };
+        f.data(&bytes, at(1), &mut h);
+    }
+    conn.finish(StreamId(0), &mut sink);
+    assert!(sink.transactions.is_empty());
+    assert!(sink.requests.is_empty());
+}
