@@ -30,6 +30,11 @@ impl EventSink for WithStorage {
     fn flow(&mut self, f: &FlowSummary) {
         self.diag.flow(f);
     }
+    fn flow_evicted(&mut self, f: &FlowSummary) {
+        // The diagnoser finalises the connection and frees its state (bounded memory).
+        self.diag.flow_evicted(f);
+        self.storage.flow_evicted(f);
+    }
     fn warning(&mut self, w: &Warning) {
         self.diag.warning(w);
     }
