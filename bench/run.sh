@@ -21,7 +21,9 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 n=${BENCH_PACKETS:-$([ $quick = 1 ] && echo 100000 || echo 1000000)}
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p tcpdx-cli -p tcpdx-testkit -p tcpdx-capture --example capdump
+# Two builds: a target flag (--example) would restrict the first to that example.
+cargo build --release -q -p tcpdx-cli -p tcpdx-testkit --bins
+cargo build --release -q -p tcpdx-capture --example capdump
 bin=$target/release
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
