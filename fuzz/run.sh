@@ -36,9 +36,13 @@ run_one() {
         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="artifacts/$target/" \
         >"$log" 2>&1 || status=$?
     local execs cov ft crashes
-    execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')"
-    cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')"
-    ft="$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')"
+    execs="$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo '?')"
+    # Coverage from libFuzzer's closing DONE line (else its last status line).
+    local last
+    last="$(tr '\r' '\n' <"$log" | grep -a -E '^#[0-9]+.*cov: ' | grep -a DONE | tail -1)"
+    [ -n "$last" ] || last="$(tr '\r' '\n' <"$log" | grep -a -E '^#[0-9]+.*cov: ' | tail -1)"
+    cov="$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo '?')"
+    ft="$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo '?')"
     crashes="$(find "artifacts/$target" -type f | wc -l)"
     echo "$target: ${execs} execs in $((SECONDS - start)) s, cov ${cov}, features ${ft}, corpus $(ls "corpus/$target" | wc -l), artifacts ${crashes}, exit ${status}"
     return "$status"
