@@ -147,7 +147,12 @@ mod tests {
         drop(a);
         assert!(!dir.join("nfs.lock").exists());
         let b = LabLock::acquire_in(&dir, "nfs", "test").unwrap();
+        assert!(held_by_me("nfs"));
         drop(b);
-        std::fs::remove_dir(&dir).unwrap();
+        assert!(!held_by_me("nfs"));
+        assert!(
+            !dir.exists(),
+            "the empty lock directory goes with the last lock"
+        );
     }
 }
