@@ -81,7 +81,8 @@ snapshot() {
   ls -d /tmp/tcpdx-lab-tdx* /tmp/tcpdx-nstat.* /tmp/tdx*-bench 2>/dev/null
   ls -d /run/rpcbind.sock /run/rpcbind.lock /run/rpcbind/* /var/run/tgtd/* 2>/dev/null
   echo "# lab server processes"
-  ps -eo comm= | grep -xE 'smbd|ganesha.nfsd|rpcbind|tgtd|tcpdump|tcpdx-relay|iscsi-perf|nfs-cp|smbclient' | sort | uniq -c
+  ps -eo stat=,comm= | awk '$1 !~ /^Z/ {print $2}' |
+    grep -xE 'smbd|ganesha.nfsd|rpcbind|tgtd|tcpdump|tcpdx-relay|iscsi-perf|nfs-cp|smbclient' | sort | uniq -c
 }
 
 echo "== build"

@@ -9,6 +9,28 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// Lock files this process holds, for the signal handler (which exits without drops).
+static HELD: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes the files of the locks this process holds (before exiting on a signal; the
+/// locks themselves die with the process).
+pub fn unlink_held() {
+    if let Ok(v) = HELD.lock() {
+        for p in v.iter() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Whether this process holds lock `name`.
+pub fn held_by_me(name: &str) -> bool {
+    let file = format!("{name}.lock");
+    HELD.lock().is_ok_and(|v| {
+        v.iter()
+            .any(|p| p.file_name().is_some_and(|f| f == file.as_str()))
+    })
+}
+
 /// A held lock; released (and its file removed) on drop.
 #[derive(Debug)]
 pub struct LabLock {
@@ -58,16 +80,21 @@ impl LabLock {
                 let mut file = file;
                 file.set_len(0)?;
                 writeln!(file, "{}", std::process::id())?;
+                if let Ok(mut v) = HELD.lock() {
+                    v.push(path.clone());
+                }
                 return Ok(LabLock { file, path });
             }
         }
         bail!("could not take the {name} lock ({})", path.display())
     }
 
-    /// Removes lock files nobody holds (after a crash; `tcpdx-lab cleanup`).
-    pub fn remove_stale() {
+    /// Removes lock files nobody holds (after a crash; `tcpdx-lab cleanup`); returns the
+    /// names of the removed locks (their holder died without releasing its resource).
+    pub fn remove_stale() -> Vec<String> {
+        let mut names = Vec::new();
         let Ok(rd) = std::fs::read_dir(crate::topology::STATE_DIR) else {
-            return;
+            return names;
         };
         for e in rd.flatten() {
             let p = e.path();
@@ -76,8 +103,12 @@ impl LabLock {
                 && crate::sys::try_lock_exclusive(&f).unwrap_or(false)
             {
                 let _ = std::fs::remove_file(&p);
+                if let Some(n) = p.file_stem() {
+                    names.push(n.to_string_lossy().into_owned());
+                }
             }
         }
+        names
     }
 }
 
@@ -85,6 +116,13 @@ impl Drop for LabLock {
     fn drop(&mut self) {
         // Unlink while still holding the lock, so a waiting process re-checks the inode.
         let _ = std::fs::remove_file(&self.path);
+        if let Ok(mut v) = HELD.lock() {
+            v.retain(|p| p != &self.path);
+        }
+        // the lock directory goes with its last entry (only succeeds when empty)
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
         let _ = &self.file;
     }
 }
@@ -109,7 +147,12 @@ mod tests {
         drop(a);
         assert!(!dir.join("nfs.lock").exists());
         let b = LabLock::acquire_in(&dir, "nfs", "test").unwrap();
+        assert!(held_by_me("nfs"));
         drop(b);
-        std::fs::remove_dir(&dir).unwrap();
+        assert!(!held_by_me("nfs"));
+        assert!(
+            !dir.exists(),
+            "the empty lock directory goes with the last lock"
+        );
     }
 }

@@ -54,6 +54,13 @@ pub fn exclusive_lock(op: StorageOp) -> Option<(&'static str, &'static str)> {
     }
 }
 
+/// Removes rpcbind's global socket and lock file (left behind when the lab's rpcbind is
+/// killed); only call while holding, or after a dead run left, the rpcbind lock.
+pub fn remove_rpcbind_files() {
+    let _ = std::fs::remove_file("/run/rpcbind.sock");
+    let _ = std::fs::remove_file("/run/rpcbind.lock");
+}
+
 /// Control port of tgtd for a lab (its socket path is global: /var/run/tgtd/socket.N).
 fn tgt_port(prefix: &str) -> String {
     let h = prefix
@@ -439,8 +446,9 @@ impl Services {
             let _ = c.wait();
         }
         crate::topology::kill_ns_processes(&[&n.ns_s]);
-        let _ = std::fs::remove_file("/run/rpcbind.sock");
-        let _ = std::fs::remove_file("/run/rpcbind.lock");
+        if exclusive_lock(self.op).is_some() {
+            remove_rpcbind_files();
+        }
         let _ = std::fs::remove_dir_all(&self.state);
     }
 }

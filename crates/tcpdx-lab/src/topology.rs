@@ -141,6 +141,10 @@ pub fn install_signal_cleanup() -> Result<()> {
             for st in &labs {
                 teardown_state(st);
             }
+            crate::lock::unlink_held();
+            if list_states().is_empty() {
+                let _ = std::fs::remove_dir(STATE_DIR);
+            }
             std::process::exit(128 + sig);
         }
     });
@@ -439,6 +443,9 @@ pub fn teardown_state(st: &LabState) {
     let n = &st.names;
     crate::storage::stop_tgt_for(&n.prefix);
     kill_ns_processes(&n.namespaces());
+    if crate::lock::held_by_me("rpcbind") {
+        crate::storage::remove_rpcbind_files();
+    }
     for ns in n.namespaces() {
         run_quiet("ip", &["netns", "del", ns]);
     }
@@ -458,7 +465,12 @@ pub fn teardown_state(st: &LabState) {
             let _ = write_backlog(b);
         }
         crate::trace::unmount_if_ours();
-        crate::lock::LabLock::remove_stale();
+        if crate::lock::LabLock::remove_stale()
+            .iter()
+            .any(|l| l == "rpcbind")
+        {
+            crate::storage::remove_rpcbind_files();
+        }
         // the state directory goes once it is empty (a live lock or lab keeps it)
         let _ = std::fs::remove_dir(STATE_DIR);
     }
@@ -491,7 +503,12 @@ pub fn cleanup(force: bool) -> Result<usize> {
         if crate::trace::unmount_if_ours() {
             eprintln!("unmounted tracefs (mounted by the lab)");
         }
-        crate::lock::LabLock::remove_stale();
+        if crate::lock::LabLock::remove_stale()
+            .iter()
+            .any(|l| l == "rpcbind")
+        {
+            crate::storage::remove_rpcbind_files();
+        }
         if let Some(b) = restore {
             write_backlog(b)?;
         } else if read_backlog() == Some(LAB_BACKLOG) {
