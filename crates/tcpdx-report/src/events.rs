@@ -33,15 +33,21 @@ struct AddrCache {
 }
 
 impl AddrCache {
-    fn get(&mut self, a: IpAddr) -> Vec<u8> {
-        if let Some((_, s)) = self.slots.iter().find(|(k, _)| *k == Some(a)) {
-            return s.clone();
+    /// Appends `a` to `line`: IPv4 directly, IPv6 from the cache (no allocation on a hit).
+    fn put(&mut self, line: &mut Line, a: IpAddr) {
+        if let IpAddr::V4(v4) = a {
+            return line.ipv4(v4);
         }
-        let i = self.next;
-        self.next = (self.next + 1) % self.slots.len();
-        let s = a.to_string().into_bytes();
-        self.slots[i] = (Some(a), s.clone());
-        s
+        let i = match self.slots.iter().position(|(k, _)| *k == Some(a)) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (self.next + 1) % self.slots.len();
+                self.slots[i] = (Some(a), a.to_string().into_bytes());
+                i
+            }
+        };
+        line.bytes(&self.slots[i].1);
     }
 }
 
@@ -57,11 +63,11 @@ impl CsvTail {
     pub fn format(&mut self, line: &mut Line, a: &SegmentAnalysis) {
         line.secs(a.rel_time_ns);
         line.byte(b',');
-        line.addr(a.src, |x| self.v6.get(x));
+        self.v6.put(line, a.src);
         line.byte(b',');
         line.u64(a.sport.into());
         line.byte(b',');
-        line.addr(a.dst, |x| self.v6.get(x));
+        self.v6.put(line, a.dst);
         line.byte(b',');
         line.u64(a.dport.into());
         line.byte(b',');
