@@ -12,13 +12,14 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-tcpdx-fuzz}"
-TARGETS=(capture wire analyzer)
+TARGETS=(capture wire analyzer storage)
 
 # Longest input per target: a capture prefix, one frame, a few hundred segments.
 max_len() {
     case "$1" in
         capture) echo 65536 ;;
         wire) echo 4096 ;;
+        storage) echo 65536 ;;
         *) echo 16384 ;;
     esac
 }

@@ -7,4 +7,5 @@
 
 pub mod analyzer;
 pub mod capture;
+pub mod storage;
 pub mod wire;

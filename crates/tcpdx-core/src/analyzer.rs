@@ -147,6 +147,17 @@ impl Analyzer {
         self.analyze_segment(seg, &[], sink);
     }
 
+    /// Like [`Self::handle_segment`], with the segment's captured payload for the sink's
+    /// `payload` hook (hand-built byte streams for the storage layer's tests and fuzzing).
+    pub fn handle_segment_with_payload<S: EventSink>(
+        &mut self,
+        seg: &Segment,
+        payload: &[u8],
+        sink: &mut S,
+    ) {
+        self.analyze_segment(seg, payload, sink);
+    }
+
     /// Analyses `seg`, then hands its captured `payload` (if any) to the sink.
     fn analyze_segment<S: EventSink>(&mut self, seg: &Segment, payload: &[u8], sink: &mut S) {
         let first = *self.first_ts.get_or_insert(seg.ts);

@@ -74,6 +74,8 @@ pub struct Reassembler {
     cap: usize,
     /// Highest acknowledgement the peer sent for this direction.
     peer_ack: u64,
+    /// Where the last delivered byte or gap became available.
+    latest: Option<At>,
     stats: ReassemblyStats,
 }
 
@@ -90,6 +92,7 @@ impl Reassembler {
             pending_bytes: 0,
             cap,
             peer_ack: 0,
+            latest: None,
             stats: ReassemblyStats::default(),
         }
     }
@@ -189,6 +192,7 @@ impl Reassembler {
         if end <= next {
             return;
         }
+        let at = self.available(at);
         let cap_len = captured.len() as u64;
         if skip < cap_len {
             let bytes = &captured[skip as usize..];
@@ -242,7 +246,20 @@ impl Reassembler {
         }
     }
 
+    /// When bytes held since `at` become available: not before the bytes ahead of them in
+    /// the stream (a segment buffered early but released after a later frame filled or
+    /// skipped the hole before it belongs to that later frame).
+    fn available(&mut self, at: At) -> At {
+        let at = match self.latest {
+            Some(l) if l.frame > at.frame => l,
+            _ => at,
+        };
+        self.latest = Some(at);
+        at
+    }
+
     fn gap(&mut self, len: u64, at: At, out: &mut dyn ByteSink) {
+        let at = self.available(at);
         self.stats.gaps += 1;
         self.stats.gap_bytes += len;
         out.gap(len, at);
@@ -325,6 +342,23 @@ mod tests {
         assert_eq!(rec.frames, vec![1, 3, 3]);
         assert_eq!(rec.repaired, vec![false, true, true]);
         assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn bytes_held_early_become_available_with_the_bytes_before_them() {
+        // Found by the `storage` fuzz target: frame 1 arrives ahead of a hole, frame 2 fills
+        // part of it, the peer's ACK declares the rest lost. Frame 1's bytes follow frame
+        // 2's in the stream, so they cannot be available before frame 2 (a message spanning
+        // both would otherwise end before it starts).
+        let s = stream(300);
+        let mut r = Reassembler::new(1 << 20);
+        let mut rec = Rec::default();
+        r.syn(0);
+        r.segment(201, 100, &s[200..], at(1), &mut rec);
+        r.segment(1, 100, &s[..100], at(2), &mut rec);
+        r.peer_acked(301, &mut rec);
+        assert_eq!(rec.out.len(), 300);
+        assert_eq!(rec.frames, vec![2, 2, 2], "data, gap, released data");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! `OUT_DIR/capture/` (the file's first 32 KiB, raw and to be gzip-compressed by the
 //! harness), `OUT_DIR/wire/` (frames of every link type, a few per file) and
 //! `OUT_DIR/analyzer/` (the file's TCP segments re-expressed as the analyzer target's
-//! ops, first four connections). Seeds are named by content hash, so reruns add nothing new.
+//! ops, first four connections) and `OUT_DIR/storage/` (payloads of the first connections
+//! to an NFS, SMB or iSCSI port, as the storage target's chunks). Seeds are named by content hash, so reruns add nothing new.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
@@ -14,12 +15,14 @@ use std::path::{Path, PathBuf};
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{FlowKey, Segment};
 use tcpdx_fuzz::analyzer::{Config, OP_LEN, Op, Sender};
-use tcpdx_fuzz::{capture, wire};
+use tcpdx_fuzz::{capture, storage, wire};
 use tcpdx_wire::decode;
 
 const CAPTURE_PREFIX: usize = 32 * 1024;
 const WIRE_PER_FILE: usize = 24;
 const ANALYZER_OPS: usize = 400;
+const STORAGE_CONNS: usize = 4;
+const STORAGE_SEED_BYTES: usize = 60 * 1024;
 
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
@@ -159,7 +162,54 @@ fn seeds(path: &Path) -> Vec<(&'static str, Vec<u8>)> {
         debug_assert_eq!(ops.len(), 3 + n_ops * OP_LEN);
         v.push(("analyzer", ops));
     }
+    storage_seeds(path, &mut v);
     v
+}
+
+/// `storage` seeds: the TCP payloads of the file's first connections to a storage port, as
+/// in-order chunks in both directions (retransmissions and holes are the fuzzer's job).
+fn storage_seeds(path: &Path, v: &mut Vec<(&'static str, Vec<u8>)>) {
+    let Ok(mut reader) = CaptureReader::open(path) else {
+        return;
+    };
+    // Per connection (up to STORAGE_CONNS): the seed being built and its server endpoint.
+    let mut conns: Vec<(FlowKey, tcpdx_core::Endpoint, Vec<u8>)> = Vec::new();
+    while let Ok(Some(frame)) = reader.next_frame() {
+        let view = decode(frame.link, frame.data, frame.orig_len);
+        let (Some(seg), Some(tcp)) = (Segment::from_view(frame.no, frame.ts, &view), view.tcp)
+        else {
+            continue;
+        };
+        let server = [seg.dst, seg.src]
+            .into_iter()
+            .find(|e| storage::PORTS.contains(&e.port));
+        let Some(server) = server else { continue };
+        let (key, _) = FlowKey::new(seg.src, seg.dst);
+        let i = match conns.iter().position(|c| c.0 == key) {
+            Some(i) => i,
+            None if conns.len() < STORAGE_CONNS => {
+                let port = storage::PORTS
+                    .iter()
+                    .position(|&p| p == server.port)
+                    .unwrap_or(0);
+                let syn = seg.flags.syn();
+                conns.push((key, server, vec![storage::encode_selector(port, syn)]));
+                conns.len() - 1
+            }
+            None => continue,
+        };
+        let dir = u8::from(seg.src == conns[i].1);
+        let seed = &mut conns[i].2;
+        if tcp.payload.is_empty() || seed.len() >= STORAGE_SEED_BYTES {
+            continue;
+        }
+        storage::encode_chunk(seed, dir, storage::kind::IN_ORDER, 0, tcp.payload);
+    }
+    for (_, _, seed) in conns {
+        if seed.len() > 1 {
+            v.push(("storage", seed));
+        }
+    }
 }
 
 /// The sender's next sequence numbers (own, peer's) for the 4-tuple and direction of `op`.
