@@ -24,10 +24,12 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .filter(|g| g.idle_ns(cx.rtt) > 0 && !super::explained_silence(cx.conn, g.start, g.end))
         .collect();
     let mut f = cx.finding(FindingKind::ApplicationLimited, think + idle);
-    // Idle time is the workload's shape, not a fault of the transfer machinery: it is at
-    // most minor unless it dominates a connection that also moved real data.
-    if cx.sender().data_bytes < 1_000_000 {
-        f.severity = f.severity.min(Severity::Minor);
+    // Idle time is the workload's shape, not a fault of the transfer machinery: on a
+    // connection that moved little data (chatter, keep-alive sessions, interactive use) it
+    // is information only. The storage layer reports an application that keeps too few
+    // requests outstanding on its own.
+    if cx.sender().data_bytes < super::handshake_and_setup::BULK_BYTES {
+        f.severity = Severity::Info;
     }
     f.episodes = gaps.len() as u32;
     let longest = gaps.iter().map(|g| g.idle_ns(cx.rtt)).max().unwrap_or(0);

@@ -3,6 +3,8 @@
 //!
 //! Candidates are every silent gap, zero-window period and timeout stall of the connection.
 
+use tcpdx_core::Dir;
+
 use super::{ConnContext, ms};
 use crate::finding::{Finding, FindingKind};
 
@@ -27,10 +29,14 @@ fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
     let c = cx.conn;
     // Silences explained by a finding of their own (delayed-ACK stalls, timeouts, a SYN
     // waiting for its retransmission) are that finding's, not an unknown timer's.
+    // Nor are the client's own pauses with nothing in flight (a user, a keep-alive or poll
+    // interval): the client chose not to send; a timer that stalls a transfer holds data in
+    // flight, or a request waiting for its answer.
     let mut v: Vec<Stall> = c
         .gaps
         .iter()
         .filter(|g| !g.setup && !super::explained_silence(c, g.start, g.end))
+        .filter(|g| g.in_flight || g.next_dir != Dir::ClientToServer)
         .map(|g| (g.start, g.end, g.frame_after, "silence"))
         .collect();
     for s in &c.senders {

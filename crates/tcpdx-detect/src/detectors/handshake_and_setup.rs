@@ -9,6 +9,9 @@ pub const UNSCALED_MAX_WINDOW: f64 = 65_535.0;
 /// An MSS below this is suspicious on Ethernet paths (tcpdx choice: 1460 - tunnel and VPN
 /// overheads still leave more than 1200; RFC 879's 536 default means no option at all).
 pub const SMALL_MSS: u16 = 1200;
+/// Bytes a sender moves for the connection to count as a bulk transfer (tcpdx choice, the
+/// same bound application-limited uses).
+pub const BULK_BYTES: u64 = 1_000_000;
 
 /// Finds setup problems.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
@@ -17,6 +20,9 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     let mut problems = Vec::new();
+    // Whether a problem had (or, for window scaling, must have had) an effect here; the
+    // others are only reported as information (a clean connection stays clean).
+    let mut mattered = false;
     let mut cost_ns = 0;
     let mut f = cx.finding(FindingKind::HandshakeAndSetup, 0.0);
     if h.syn_count > 1 {
@@ -30,6 +36,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         ));
         f.evidence(h.syn_frame, "first SYN");
         f.evidence(h.last_syn_frame, "SYN retransmission");
+        mattered = true;
     }
     let (cws, csack, cmss) = h.client_opts;
     let (sws, ssack, smss) = h.server_opts;
@@ -50,20 +57,36 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
             },
             bdp_bytes
         ));
+        mattered = true;
     }
     if h.synack.is_some() && !(csack && ssack) {
-        problems.push("SACK is not enabled on both ends: each loss costs more".into());
+        if super::real_loss_episodes(cx.sender()).next().is_some() {
+            problems.push("SACK is not enabled on both ends: each loss costs more".into());
+            mattered = true;
+        } else {
+            problems.push(
+                "SACK is not enabled on both ends (no loss happened here, so it cost nothing \
+                 yet; each loss would cost more)"
+                    .into(),
+            );
+        }
     }
     for (who, m) in [("client", cmss), ("server", smss)] {
         if let Some(m) = m.filter(|&m| m < SMALL_MSS) {
             problems.push(format!("the {who} announced a small MSS ({m} bytes)"));
+            // Small segments matter to bulk transfers (per-packet costs), not to chatter.
+            mattered |= cx.sender().data_bytes >= BULK_BYTES;
         }
     }
     if problems.is_empty() {
         return Vec::new();
     }
     f.cost = cx.cost(cost_ns as f64 / 1e9);
-    f.severity = Severity::from_share(f.cost.share).max(Severity::Minor);
+    f.severity = if mattered {
+        Severity::from_share(f.cost.share).max(Severity::Minor)
+    } else {
+        Severity::Info
+    };
     f.episodes = problems.len() as u32;
     f.wireshark_filter = format!("tcp.stream == {} && tcp.flags.syn == 1", cx.stream());
     f.confidence = 0.9;

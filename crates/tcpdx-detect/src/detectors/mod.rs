@@ -113,7 +113,12 @@ impl<'a> ConnContext<'a> {
     /// The cost of `seconds` lost on this connection, with the what-if goodput.
     pub fn cost(&self, seconds: f64) -> Cost {
         let life = self.lifetime_s();
-        let seconds = seconds.clamp(0.0, life.max(0.0));
+        // Not `clamp`: an empty sum is -0.0, which would print as "-0.000 s".
+        let seconds = if seconds > 0.0 {
+            seconds.min(life.max(0.0))
+        } else {
+            0.0
+        };
         let share = if life > 0.0 { seconds / life } else { 0.0 };
         let without = life - seconds;
         let goodput_without_bps = (self.sender().data_bytes > 0 && without > 0.0)

@@ -2,7 +2,7 @@
 //! loss rate, how bursty it is, where it happened relative to the capture point and the
 //! time spent recovering.
 
-use super::{ConnContext, episode_cost_s, real_loss_episodes, receiver_host_drops};
+use super::{ConnContext, cwnd_collapse, episode_cost_s, real_loss_episodes, receiver_host_drops};
 use crate::finding::{Finding, FindingKind};
 
 /// Finds real losses of the main sender not attributed to the receiving host.
@@ -17,11 +17,16 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     }
     let lost: u32 = eps.iter().map(|e| e.real_losses()).sum();
     let unseen: u32 = eps.iter().map(|e| e.retx_unseen).sum();
+    // Bursts that collapsed the window are costed by cwnd-collapse (counted once).
+    let collapsed: Vec<usize> = cwnd_collapse::collapses(cx)
+        .iter()
+        .map(|c| c.index)
+        .collect();
     let cost: f64 = s
         .episodes
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.real_losses() > 0)
+        .filter(|(i, e)| e.real_losses() > 0 && !collapsed.contains(i))
         .map(|(i, e)| episode_cost_s(cx, i) * f64::from(e.real_losses()) / f64::from(e.retx))
         .sum();
     let mut f = cx.finding(FindingKind::NetworkLoss, cost);
@@ -60,6 +65,15 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     } else {
         "after the capture point (the capture saw the originals)"
     };
+    let elsewhere = if collapsed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (not counting the {} burst(s) that collapsed the sender's window: their cost is \
+             in the cwnd-collapse finding)",
+            collapsed.len()
+        )
+    };
     let caveat = if s.ack_unseen_flags > 0 {
         " The receiver also acknowledged data the capture never saw: the capture dropped \
          frames too (see capture-quality), so some holes in it are not network loss."
@@ -81,8 +95,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         "{lost} segment(s) from {sender} to {receiver} were lost ({pct:.3}% of {pkts} data \
          segments) in {n} episode(s), {burst:.1} per episode on average; {fast} episode(s) \
          were repaired by fast retransmission. The loss happened {place}. Recovery and the \
-         smaller window afterwards cost about {cost:.3} s of the connection's {life:.3} s.\
-         {caveat}",
+         smaller window afterwards cost about {cost:.3} s of the connection's {life:.3} s\
+         {elsewhere}.{caveat}",
         pct = rate * 100.0,
         pkts = s.data_pkts,
         n = eps.len(),
