@@ -74,7 +74,7 @@ impl StateTimes {
     pub fn total(&self) -> f64 {
         self.0.iter().sum()
     }
-    fn add(&mut self, o: &StateTimes) {
+    pub(crate) fn add(&mut self, o: &StateTimes) {
         for (a, b) in self.0.iter_mut().zip(o.0) {
             *a += b;
         }

@@ -15,7 +15,7 @@ pub mod detectors;
 pub mod finding;
 pub mod infer;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
@@ -71,6 +71,43 @@ pub struct Diagnosis {
     pub time_budget: TimeBudget,
     /// Per-connection inference.
     pub connections: Vec<ConnInference>,
+    /// Connections beyond [`MAX_LISTED`], counted instead of listed.
+    pub unlisted: Unlisted,
+}
+
+/// Connections listed at most, with their findings, inference and budget (tcpdx choice:
+/// a few tens of MB). Beyond it the least costly are folded into [`Unlisted`], so that memory
+/// stays bounded on captures of millions of connections (SYN floods, scans).
+pub const MAX_LISTED: usize = 50_000;
+
+/// What was folded away to keep memory bounded: counts and costs, no details.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Unlisted {
+    /// Connections not listed (their time still counts in the time budget's totals).
+    pub connections: u64,
+    /// Findings not listed, per kind: how many and their summed cost in seconds.
+    pub findings: BTreeMap<FindingKind, KindTotal>,
+}
+
+/// A count of findings of one kind and their cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct KindTotal {
+    /// Findings.
+    pub count: u64,
+    /// Summed cost, seconds.
+    pub seconds: f64,
+}
+
+impl Unlisted {
+    /// Adds another count.
+    pub fn add(&mut self, o: &Unlisted) {
+        self.connections += o.connections;
+        for (k, t) in &o.findings {
+            let e = self.findings.entry(*k).or_default();
+            e.count += t.count;
+            e.seconds += t.seconds;
+        }
+    }
 }
 
 impl Diagnosis {
@@ -86,6 +123,7 @@ impl Diagnosis {
             self.time_budget.push(c);
         }
         self.connections.extend(other.connections);
+        self.unlisted.add(&other.unlisted);
     }
 }
 
@@ -108,6 +146,11 @@ pub struct Diagnoser {
     conns: HashMap<u32, ConnTracker>,
     /// Connections already diagnosed because the core evicted them.
     done: Vec<Diagnosed>,
+    /// Connections folded away from `done` (bounded memory), and their time.
+    unlisted: Unlisted,
+    folded: TimeBudget,
+    /// [`MAX_LISTED`], or a test's smaller bound (0 means the default).
+    max_listed: usize,
 }
 
 /// One connection's diagnosis.
@@ -119,10 +162,71 @@ struct Diagnosed {
     budget: ConnBudget,
 }
 
+impl Diagnosed {
+    /// How much listing this connection matters: its costliest finding above info.
+    fn weight(&self) -> (Severity, f64) {
+        self.findings
+            .iter()
+            .filter(|f| f.severity > Severity::Info)
+            .map(|f| (f.severity, f.cost.seconds))
+            .max_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .unwrap_or((Severity::Info, 0.0))
+    }
+}
+
 impl Diagnoser {
     /// A new diagnoser.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A diagnoser listing at most `n` connections (tests; the default is [`MAX_LISTED`]).
+    pub fn with_max_listed(n: usize) -> Self {
+        Self {
+            max_listed: n.max(1),
+            ..Self::default()
+        }
+    }
+
+    fn max_listed(&self) -> usize {
+        if self.max_listed == 0 {
+            MAX_LISTED
+        } else {
+            self.max_listed
+        }
+    }
+
+    /// Keeps a diagnosed connection; a quarter past the bound, folds the least costly away
+    /// (amortised: each fold removes a quarter of the bound, each connection once).
+    fn keep(&mut self, d: Diagnosed) {
+        self.done.push(d);
+        let max = self.max_listed();
+        if self.done.len() > max + max / 4 {
+            self.fold(max);
+        }
+    }
+
+    /// Folds all but the `keep` costliest connections of `done` into the counts.
+    fn fold(&mut self, keep: usize) {
+        if self.done.len() <= keep {
+            return;
+        }
+        self.done.sort_by(|a, b| {
+            let (wa, wb) = (a.weight(), b.weight());
+            wb.0.cmp(&wa.0)
+                .then(wb.1.total_cmp(&wa.1))
+                .then(a.stream.cmp(&b.stream))
+        });
+        for d in self.done.drain(keep..) {
+            self.unlisted.connections += 1;
+            for f in &d.findings {
+                let t = self.unlisted.findings.entry(f.kind).or_default();
+                t.count += 1;
+                t.seconds += f.cost.seconds;
+            }
+            self.folded.seconds += d.budget.seconds;
+            self.folded.states.add(&d.budget.states);
+        }
     }
 
     /// The connections' inference so far, in no particular order (for tests and tools).
@@ -131,12 +235,21 @@ impl Diagnoser {
     }
 
     /// Runs the detectors over every connection seen; findings most costly first.
-    pub fn finish(self) -> Diagnosis {
+    pub fn finish(mut self) -> Diagnosis {
+        for c in std::mem::take(&mut self.conns).into_values() {
+            let d = diagnose(c);
+            self.keep(d);
+        }
+        self.fold(self.max_listed());
         let mut all = self.done;
-        all.extend(self.conns.into_values().map(diagnose));
         // Stable: a connection that resumed after eviction keeps its two parts in order.
         all.sort_by_key(|d| d.stream);
-        let mut out = Diagnosis::default();
+        let mut out = Diagnosis {
+            unlisted: self.unlisted,
+            ..Diagnosis::default()
+        };
+        out.time_budget.seconds = self.folded.seconds;
+        out.time_budget.states = self.folded.states;
         for d in all {
             out.findings.extend(d.findings);
             out.connections.push(d.inference);
@@ -175,7 +288,8 @@ impl EventSink for Diagnoser {
     fn flow(&mut self, _f: &FlowSummary) {}
     fn flow_evicted(&mut self, f: &FlowSummary) {
         if let Some(c) = self.conns.remove(&f.stream.0) {
-            self.done.push(diagnose(c));
+            let d = diagnose(c);
+            self.keep(d);
         }
     }
 }

@@ -23,6 +23,9 @@ struct JsonDiagnosis<'a> {
     findings: &'a [Finding],
     time_budget: &'a TimeBudget,
     connections: &'a [tcpdx_detect::ConnInference],
+    /// Present only when connections were folded away (more than `MAX_LISTED`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unlisted: Option<&'a tcpdx_detect::Unlisted>,
 }
 
 /// Writes the diagnosis as one JSON document (pretty-printed, newline-terminated).
@@ -32,6 +35,7 @@ pub fn write_diagnosis_json(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         findings: &d.findings,
         time_budget: &d.time_budget,
         connections: &d.connections,
+        unlisted: (d.unlisted.connections > 0).then_some(&d.unlisted),
     };
     serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::other)?;
     writeln!(w)
@@ -46,7 +50,12 @@ const TERMINAL_FULL: usize = 10;
 pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
     let shown: Vec<&Finding> = d.findings.iter().collect();
     if shown.is_empty() {
-        writeln!(w, "No TCP connections with data to diagnose.")?;
+        let n = d.connections.len() as u64 + d.unlisted.connections;
+        if n == 0 {
+            writeln!(w, "No TCP connections with data to diagnose.")?;
+        } else {
+            writeln!(w, "No findings on {n} connection(s).")?;
+        }
     }
     for (i, f) in shown.iter().enumerate() {
         if i >= TERMINAL_FULL {
@@ -104,14 +113,34 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         }
         writeln!(w)?;
     }
-    write_budget(w, &d.time_budget)
+    if d.unlisted.connections > 0 {
+        let kinds: Vec<String> = d
+            .unlisted
+            .findings
+            .iter()
+            .map(|(k, t)| format!("{} {} ({:.3} s)", t.count, k.as_str(), t.seconds))
+            .collect();
+        writeln!(
+            w,
+            "{} more connection(s) not listed (only the {} costliest are kept){}{}",
+            d.unlisted.connections,
+            tcpdx_detect::MAX_LISTED,
+            if kinds.is_empty() {
+                ""
+            } else {
+                "; their findings: "
+            },
+            kinds.join(", ")
+        )?;
+    }
+    write_budget(w, &d.time_budget, d.unlisted.connections)
 }
 
 fn stream(f: &Finding) -> String {
     f.stream.map_or_else(|| "-".into(), |s| s.to_string())
 }
 
-fn write_budget(w: &mut dyn Write, b: &TimeBudget) -> io::Result<()> {
+fn write_budget(w: &mut dyn Write, b: &TimeBudget, unlisted: u64) -> io::Result<()> {
     if b.seconds <= 0.0 {
         return Ok(());
     }
@@ -119,7 +148,7 @@ fn write_budget(w: &mut dyn Write, b: &TimeBudget) -> io::Result<()> {
         w,
         "Time budget ({:.3} connection-seconds over {} connection(s)):",
         b.seconds,
-        b.connections.len()
+        b.connections.len() as u64 + unlisted
     )?;
     for s in State::ALL {
         let secs = b.states.get(s);

@@ -577,3 +577,55 @@ fn idle_time_then_a_small_upstream_loss_stays_idle_time() {
     );
     find(&d, K::ApplicationLimited);
 }
+
+#[test]
+fn beyond_the_listing_bound_connections_are_counted_not_listed() {
+    // 12 connections (different client ports): every third waits 1 s for its SYN's
+    // retransmission (a setup finding with a cost), the others are clean.
+    let mut t = Script::new();
+    for i in 0..12u16 {
+        let mut cfg = t.config().clone();
+        cfg.client_port = 40_000 + i;
+        t.add_connection(cfg);
+        let start = f64::from(i) * 2000.0;
+        t.at_ms(start).syn();
+        if i % 3 == 0 {
+            t.at_ms(start + 1000.0).syn();
+        }
+        t.after_ms(10).syn_ack();
+        t.handshake_ack();
+        t.after_ms(5).client_sends(1, 100);
+        t.after_ms(10).server_acks(AUTO);
+    }
+    let run = |mut d: Diagnoser| {
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        for f in t.frames() {
+            a.handle_frame(&f.as_frame(), &mut d);
+        }
+        a.handle_end(&mut d);
+        d.finish()
+    };
+    let all = run(Diagnoser::new());
+    let few = run(Diagnoser::with_max_listed(4));
+    assert_eq!(all.connections.len(), 12);
+    assert_eq!(few.connections.len(), 4);
+    assert_eq!(few.unlisted.connections, 8);
+    // The four kept are the four with a costly finding.
+    let setup = |d: &Diagnosis| {
+        d.findings
+            .iter()
+            .filter(|f| f.kind == K::HandshakeAndSetup && f.severity > Severity::Info)
+            .count()
+    };
+    assert_eq!(setup(&all), 4);
+    assert_eq!(setup(&few), 4);
+    // Nothing of the time is lost.
+    assert!((few.time_budget.seconds - all.time_budget.seconds).abs() < 1e-9);
+    assert_eq!(few.time_budget.states, all.time_budget.states);
+    let folded: u64 = few.unlisted.findings.values().map(|k| k.count).sum();
+    assert_eq!(
+        few.findings.len() as u64 + folded,
+        all.findings.len() as u64,
+        "every finding is listed or counted"
+    );
+}
