@@ -154,7 +154,7 @@
       };
     }
     if (kind === 'rtt') {
-      return { tables: [[c.rtt_ms.t, c.rtt_ms.v]], series: [line('ACK RTT (ms)', C.rtt, { points: { show: true, size: 3 } })], y: 'ms', plain: true };
+      return { tables: [[c.rtt_ms.t, c.rtt_ms.v]], series: [dots('ACK RTT (ms)', C.rtt)], y: 'ms', plain: true };
     }
     if (kind === 'flight') {
       var tables = [], series = [];
