@@ -309,5 +309,9 @@ mod tests {
             with_default_command(v(&["tcpdx", "--no-progress", "flows", "x"])),
             v(&["tcpdx", "--no-progress", "flows", "x"])
         );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "report", "x", "-o", "r.html"])),
+            v(&["tcpdx", "report", "x", "-o", "r.html"])
+        );
     }
 }

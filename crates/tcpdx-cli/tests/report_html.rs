@@ -323,3 +323,33 @@ fn a_million_packet_report_is_small_and_opens_fast() {
     );
     screenshot(&html, &artifacts().join("1m.png"));
 }
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    let dir = tempdir("report-bad");
+    let garbage = dir.join("garbage.pcap");
+    std::fs::write(&garbage, b"this is not a capture at all").unwrap();
+    let missing = dir.join("missing.pcap");
+    let out = dir.join("out.html");
+    let unwritable = dir.join("no-such-dir").join("out.html");
+    let cases: [(&Path, &Path, &str); 4] = [
+        (&garbage, &out, "garbage.pcap"),
+        (&missing, &out, "missing.pcap"),
+        (Path::new("-"), &out, "standard input"),
+        (&lab("case002_slow_reader"), &unwritable, "out.html"),
+    ];
+    for (input, output, names) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+            .args(["report", "--no-progress", "-o"])
+            .arg(output)
+            .arg(input)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", input.display());
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.contains(names), "{err}");
+        assert!(!output.exists(), "no report for bad input");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

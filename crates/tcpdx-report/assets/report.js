@@ -29,13 +29,12 @@
     }
   }
 
+  // SI prefix, three significant digits (the axes have room for about ten characters).
   function si(v, unit) {
     if (v == null) return '–';
-    var a = Math.abs(v);
-    if (a >= 1e9) return (v / 1e9).toFixed(2) + ' G' + unit;
-    if (a >= 1e6) return (v / 1e6).toFixed(2) + ' M' + unit;
-    if (a >= 1e3) return (v / 1e3).toFixed(1) + ' k' + unit;
-    return Math.round(v) + ' ' + unit;
+    var a = Math.abs(v), p = '';
+    if (a >= 1e9) { v /= 1e9; p = 'G'; } else if (a >= 1e6) { v /= 1e6; p = 'M'; } else if (a >= 1e3) { v /= 1e3; p = 'k'; }
+    return Number(v.toPrecision(3)) + ' ' + p + unit;
   }
   function axisFmt(unit) {
     return function (u, vals) { return vals.map(function (v) { return si(v, unit); }); };
@@ -50,6 +49,8 @@
       var xmin = u.scales.x.min, xmax = u.scales.x.max;
       ctx.save();
       ctx.font = Math.round(10 * devicePixelRatio) + 'px sans-serif';
+      ctx.textAlign = 'left';
+      ctx.textBaseline = 'alphabetic';
       var rows = [];
       stalls.forEach(function (s) {
         if (s.e < xmin || s.s > xmax) return;
@@ -188,7 +189,7 @@
       scales: { x: { time: false } },
       axes: [
         { label: 'seconds since the first frame', values: function (u, v) { return v.map(function (x) { return x + ' s'; }); } },
-        { values: s.plain ? undefined : axisFmt(s.y), size: 70, label: s.y }
+        s.plain ? { size: 60, label: s.y } : { values: axisFmt(s.y), size: 75 }
       ],
       series: [{ label: 'time', value: secs }].concat(s.series.map(function (x) {
         if (!x.value) x.value = function (u, v) { return v == null ? '–' : (s.plain ? String(v) : si(v, s.y)); };

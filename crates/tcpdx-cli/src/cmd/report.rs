@@ -53,7 +53,7 @@ impl EventSink for Survey {
 /// Runs `tcpdx report`.
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     if a.file.as_os_str() == "-" {
-        bail!("tcpdx report reads the capture twice: save standard input to a file first");
+        bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let all = a.common(Vec::new());
     let mut survey = Survey {
