@@ -214,6 +214,31 @@ fn lab(case: &str) -> PathBuf {
         .join("client.pcap.gz")
 }
 
+/// Zooms the first graph of the first connection (as a drag does) in a copy of the page
+/// and checks that the connection's other graphs follow.
+fn check_zoom_follows(html: &Path, copy: &Path) {
+    const ZOOM: &str = "<script>setTimeout(function () {
+      var g = window.tcpdxCharts.conn0.charts, x = g[0].scales.x;
+      var lo = x.min + (x.max - x.min) / 4, hi = x.min + (x.max - x.min) / 2;
+      g[0].setScale('x', { min: lo, max: hi });
+      setTimeout(function () {
+        var ok = g.length > 1 && g.every(function (u) {
+          return Math.abs(u.scales.x.min - lo) < 1e-9 && Math.abs(u.scales.x.max - hi) < 1e-9;
+        });
+        document.body.setAttribute('data-zoom', ok ? 'followed' : 'not followed');
+      }, 50);
+    }, 0);</script></body>";
+    let page = std::fs::read_to_string(html).unwrap();
+    std::fs::write(copy, page.replace("</body>", ZOOM)).unwrap();
+    let o = browse(copy, &["--dump-dom".into()]);
+    let body = tags(&o.dom, "<body ");
+    assert_eq!(
+        body.first().and_then(|b| attr(b, "data-zoom")),
+        Some("followed"),
+        "zoom sync"
+    );
+}
+
 #[test]
 fn lab_case_reports_open_in_chromium_with_every_graph_drawn() {
     // (scenario, graph kinds that must be drawn, a stall kind shaded on the graphs)
@@ -268,6 +293,9 @@ fn lab_case_reports_open_in_chromium_with_every_graph_drawn() {
                 "{case}: no {k} graph in {:?}",
                 drawn.graphs
             );
+        }
+        if *case == "case000_rto_delack" {
+            check_zoom_follows(&html, &dir.join("zoom.html"));
         }
         let png = dir.join(format!("{case}.png"));
         screenshot(&html, &png);

@@ -226,4 +226,6 @@
     if (lo < hi) g.charts.forEach(function (u) { u.setScale('x', { min: lo, max: hi }); });
   });
   ready = true;
+  // For tests and the console: each connection's charts (uPlot instances).
+  window.tcpdxCharts = groups;
 })();
