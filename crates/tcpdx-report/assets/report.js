@@ -226,6 +226,19 @@
     if (lo < hi) g.charts.forEach(function (u) { u.setScale('x', { min: lo, max: hi }); });
   });
   ready = true;
+  // Graphs follow the window's width.
+  var resizing = 0;
+  window.addEventListener('resize', function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      Object.keys(groups).forEach(function (k) {
+        groups[k].charts.forEach(function (u) {
+          var w = Math.max(300, u.root.parentNode.clientWidth);
+          if (w !== u.width) u.setSize({ width: w, height: u.height });
+        });
+      });
+    }, 150);
+  });
   // For tests and the console: each connection's charts (uPlot instances).
   window.tcpdxCharts = groups;
 })();
