@@ -7,6 +7,10 @@
   var body = document.body;
   var expected = Number(body.getAttribute('data-tcpdx-expected'));
   var rendered = 0;
+  function marker() {
+    body.setAttribute('data-tcpdx-render-ms', performance.now().toFixed(0));
+    body.setAttribute('data-tcpdx-rendered', rendered + ' graphs');
+  }
 
   var C = {
     data: '#1f5fbf', retx: '#d62728', sack: '#9467bd', ack: '#2ca02c', rwnd: '#ff7f0e',
@@ -23,10 +27,7 @@
   function graphDone(el, points) {
     el.setAttribute('data-points', String(points));
     rendered += 1;
-    if (rendered === expected) {
-      body.setAttribute('data-tcpdx-render-ms', performance.now().toFixed(0));
-      body.setAttribute('data-tcpdx-rendered', rendered + ' graphs');
-    }
+    if (rendered === expected) marker();
   }
 
   // SI prefix, three significant digits (the axes have room for about ten characters).
@@ -206,6 +207,7 @@
     groups[group].charts.push(u);
   }
 
+  if (expected === 0) marker();
   document.querySelectorAll('.graph.budget').forEach(function (el) {
     graphDone(el, el.querySelectorAll('.seg').length);
   });

@@ -270,9 +270,13 @@ fn state_label(s: State) -> &'static str {
 }
 
 /// The time budget as stacked bars (the capture's, then each graphed connection's);
-/// returns 1 (one graph).
+/// returns the number of graphs (0 when no connection lasted any time).
 fn budget_html(o: &mut String, b: &TimeBudget, sections: &[Section]) -> usize {
     o.push_str("<section id=\"budget\"><h2>Time budget</h2>\n");
+    if b.seconds <= 0.0 {
+        o.push_str("<p>No TCP connection lasted any time: nothing to budget.</p></section>\n");
+        return 0;
+    }
     let _ = write!(
         o,
         "<p>Where the connections' time went: {:.3} connection-seconds in all.</p>\n\
@@ -464,6 +468,7 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_and_counts_its_graphs() {
         let mut d = Diagnosis::default();
+        d.time_budget.seconds = 2.0;
         let mut f = Finding::new(FindingKind::RtoStall, Some(3));
         f.severity = Severity::Major;
         f.explanation = "a </script> <b>".into();
@@ -491,7 +496,8 @@ mod tests {
     #[test]
     fn an_empty_capture_still_renders() {
         let html = page_with(&Diagnosis::default(), &[]);
-        assert!(html.contains("data-tcpdx-expected=\"1\""));
+        assert!(html.contains("data-tcpdx-expected=\"0\""));
+        assert!(html.contains("nothing to budget"));
         assert!(html.contains("No findings"));
     }
 
