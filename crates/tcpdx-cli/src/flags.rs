@@ -36,6 +36,11 @@ pub enum Command {
     /// slowest requests with their frames, latency, requests in flight and throughput over
     /// time, and SMB2 credits.
     Srt(SrtArgs),
+    /// One self-contained HTML file (opens offline) with the findings, the time budget as a
+    /// chart and per-connection graphs: time-sequence (data, ACK, receive window, SACK,
+    /// retransmissions, stalls shaded), throughput, RTT, bytes in flight and the inferred
+    /// sender window, storage response times and outstanding requests. Zoom and hover.
+    Report(ReportArgs),
 }
 
 /// Options shared by every command.
@@ -198,8 +203,53 @@ pub struct SrtArgs {
     pub decode_as: Vec<tcpdx_storage::DecodeAs>,
 }
 
+/// `tcpdx report` options.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed). It is read twice
+    /// (diagnosis, then the graphed connections), so standard input is not accepted.
+    pub file: PathBuf,
+    /// Where to write the HTML report.
+    #[arg(short, long, value_name = "PATH", default_value = "report.html")]
+    pub output: PathBuf,
+    /// Graph the N costliest connections (by their findings' cost) and the N largest (by
+    /// payload bytes).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub top: usize,
+    /// Also graph this tcp.stream (repeatable).
+    #[arg(long = "stream", value_name = "N")]
+    pub streams: Vec<u32>,
+    /// Only connections with this port at either end (repeatable).
+    #[arg(long = "port", value_name = "PORT")]
+    pub ports: Vec<u16>,
+    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Connections tracked at once (see `tcpdx diagnose --help`).
+    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
+    pub max_flows: usize,
+}
+
+impl ReportArgs {
+    /// The shared options, keeping only `streams` (empty: all).
+    pub fn common(&self, streams: Vec<u32>) -> Common {
+        Common {
+            file: self.file.clone(),
+            progress: self.progress,
+            no_progress: self.no_progress,
+            streams,
+            ports: self.ports.clone(),
+            threads: Some(1),
+            max_flows: self.max_flows,
+        }
+    }
+}
+
 /// Subcommand names, for the `tcpdx FILE` shorthand.
-const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "help"];
+const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "report", "help"];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
 /// argument neither a subcommand nor an option) means `tcpdx diagnose FILE...`.
@@ -258,6 +308,10 @@ mod tests {
         assert_eq!(
             with_default_command(v(&["tcpdx", "--no-progress", "flows", "x"])),
             v(&["tcpdx", "--no-progress", "flows", "x"])
+        );
+        assert_eq!(
+            with_default_command(v(&["tcpdx", "report", "x", "-o", "r.html"])),
+            v(&["tcpdx", "report", "x", "-o", "r.html"])
         );
     }
 }

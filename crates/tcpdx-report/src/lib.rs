@@ -10,11 +10,13 @@ pub mod diagnose;
 pub mod events;
 pub mod flows;
 mod fmt;
+pub mod html;
 pub mod line;
 pub mod srt;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
 pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
+pub use html::{GraphRecorder, write_html_report};
 pub use line::Line;
 pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};

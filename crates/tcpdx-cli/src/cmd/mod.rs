@@ -3,4 +3,5 @@
 pub mod diagnose;
 pub mod events;
 pub mod flows;
+pub mod report;
 pub mod srt;
