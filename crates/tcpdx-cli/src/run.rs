@@ -21,6 +21,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Events(a) => cmd::events::run(&a),
         Command::Flows(a) => cmd::flows::run(&a),
         Command::Srt(a) => cmd::srt::run(&a),
+        Command::Export(a) => cmd::export::run(&a),
     }
 }
 

@@ -404,12 +404,13 @@ mod tests {
 
     #[test]
     fn a_missing_directory_is_an_error_naming_the_file() {
-        let dir = scratch("missing").join("nope");
-        let e = Exporter::create(&dir, StorageConfig::default(), &[])
+        let base = scratch("missing");
+        let e = Exporter::create(&base.join("nope"), StorageConfig::default(), &[])
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("segments.parquet.partial"), "{e}");
+        assert!(e.contains("nope/segments.parquet.partial"), "{e}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

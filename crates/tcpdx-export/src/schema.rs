@@ -50,7 +50,7 @@ impl Ty {
             Self::F64 => "DOUBLE",
             Self::Bool => "BOOLEAN",
             Self::Str => "VARCHAR",
-            Self::TimestampNs => "TIMESTAMP WITH TIME ZONE (ns in the file)",
+            Self::TimestampNs => "TIMESTAMPTZ_NS",
             Self::StrList => "VARCHAR[]",
         }
     }

@@ -4,7 +4,7 @@
 //! [`ROW_GROUP_ROWS`] rows, so memory stays bounded whatever the number of rows. This is
 //! the parquet crate's low-level `SerializedFileWriter` with typed column writers rather
 //! than its `arrow` feature: the same files, without compiling arrow-array/-ipc/-select
-//! (see docs/parquet-format.md "Implementation" for the measured build times).
+//! (a from-scratch build of parquet took 1 min 33 s this way, 4 min 14 s with `arrow`).
 
 use std::io::Write;
 use std::sync::Arc;

@@ -2,5 +2,6 @@
 
 pub mod diagnose;
 pub mod events;
+pub mod export;
 pub mod flows;
 pub mod srt;
