@@ -67,6 +67,17 @@ pub struct Col {
     pub nullable: bool,
     /// What it means.
     pub doc: &'static str,
+    /// Values rarely repeat (frame numbers, times): written without a dictionary, which
+    /// would only be built and thrown away.
+    pub plain: bool,
+}
+
+impl Col {
+    /// The column with [`Col::plain`] set.
+    const fn plain(mut self) -> Col {
+        self.plain = true;
+        self
+    }
 }
 
 const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Col {
@@ -75,6 +86,7 @@ const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Col {
         ty,
         nullable: false,
         doc,
+        plain: false,
     }
 }
 
@@ -84,6 +96,7 @@ const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Col {
         ty,
         nullable: true,
         doc,
+        plain: false,
     }
 }
 
@@ -119,15 +132,16 @@ pub const SEGMENTS: TableDef = TableDef {
     name: "segments",
     doc: "One row per TCP segment, in frame order: the rows of `tcpdx events` (same filters, same values) plus the window, TCP flags and options.",
     cols: &[
-        req("frame", I64, "Wireshark frame number (`frame.number`)."),
+        req("frame", I64, "Wireshark frame number (`frame.number`).").plain(),
         req("stream", I64, "Wireshark `tcp.stream`."),
         req(
             "time",
             F64,
             "Seconds since the first frame of the capture (`frame.time_relative`).",
-        ),
-        req("time_ns", I64, "`time` in integer nanoseconds."),
-        req("ts", TimestampNs, "Capture timestamp (UTC)."),
+        )
+        .plain(),
+        req("time_ns", I64, "`time` in integer nanoseconds.").plain(),
+        req("ts", TimestampNs, "Capture timestamp (UTC).").plain(),
         req(
             "dir",
             Str,
@@ -141,12 +155,14 @@ pub const SEGMENTS: TableDef = TableDef {
             "seq",
             I64,
             "Relative sequence number (`tcp.seq`), unwrapped past 2^32.",
-        ),
+        )
+        .plain(),
         req(
             "ack",
             I64,
             "Relative acknowledgement number (`tcp.ack`) when ACK is set, else the raw field.",
-        ),
+        )
+        .plain(),
         req("len", I64, "Payload length (`tcp.len`)."),
         req(
             "tcp_flags",
@@ -173,13 +189,14 @@ pub const SEGMENTS: TableDef = TableDef {
             I64,
             "`tcp.analysis.duplicate_ack_num` of a duplicate ACK.",
         ),
-        opt("bytes_in_flight", I64, "`tcp.analysis.bytes_in_flight`."),
-        opt("ack_rtt", F64, "`tcp.analysis.ack_rtt`, seconds."),
+        opt("bytes_in_flight", I64, "`tcp.analysis.bytes_in_flight`.").plain(),
+        opt("ack_rtt", F64, "`tcp.analysis.ack_rtt`, seconds.").plain(),
         opt(
             "acks_frame",
             I64,
             "`tcp.analysis.acks_frame`: the frame this segment acknowledges.",
-        ),
+        )
+        .plain(),
         opt("mss", I32, "MSS option (SYNs)."),
         opt(
             "window_scale",
@@ -192,8 +209,8 @@ pub const SEGMENTS: TableDef = TableDef {
             "SACK-permitted option present (SYNs).",
         ),
         req("sack_blocks", I32, "Number of SACK blocks in the segment."),
-        opt("tsval", I64, "Timestamps option TSval."),
-        opt("tsecr", I64, "Timestamps option TSecr."),
+        opt("tsval", I64, "Timestamps option TSval.").plain(),
+        opt("tsecr", I64, "Timestamps option TSecr.").plain(),
     ],
 };
 
@@ -287,7 +304,8 @@ pub const TRANSACTIONS: TableDef = TableDef {
             "id",
             I64,
             "RPC XID, SMB2 MessageId or iSCSI Initiator Task Tag (as a signed 64-bit bit pattern).",
-        ),
+        )
+        .plain(),
         req(
             "request_dir",
             Str,
@@ -297,34 +315,40 @@ pub const TRANSACTIONS: TableDef = TableDef {
             "request_first_frame",
             I64,
             "Frame holding the request's first byte.",
-        ),
+        )
+        .plain(),
         req(
             "request_frame",
             I64,
             "Frame completing the request (Wireshark's frame for it).",
-        ),
+        )
+        .plain(),
         req(
             "request_time",
             F64,
             "Time of `request_frame`, seconds since the first frame.",
-        ),
+        )
+        .plain(),
         req("request_bytes", I64, "Request message length, bytes."),
         opt(
             "reply_frame",
             I64,
             "Frame completing the reply; null when unanswered.",
-        ),
+        )
+        .plain(),
         opt(
             "reply_time",
             F64,
             "Time of `reply_frame`, seconds since the first frame.",
-        ),
+        )
+        .plain(),
         opt("reply_bytes", I64, "Reply message length, bytes."),
         opt(
             "srt",
             F64,
             "Service response time, `request_frame` to `reply_frame`, seconds.",
-        ),
+        )
+        .plain(),
         opt(
             "status",
             I64,
@@ -335,7 +359,7 @@ pub const TRANSACTIONS: TableDef = TableDef {
             Str,
             "`read`, `write` or `commit` for data operations.",
         ),
-        opt("offset", I64, "Data offset in bytes (SCSI: the LBA)."),
+        opt("offset", I64, "Data offset in bytes (SCSI: the LBA).").plain(),
         opt("length", I64, "Requested length in bytes."),
         opt(
             "done_length",

@@ -16,6 +16,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
+use parquet::schema::types::ColumnPath;
 
 use crate::schema::{Col, FORMAT_VERSION, TableDef, Ty};
 
@@ -251,7 +252,11 @@ impl<W: Write + Send> TableWriter<W> {
             meta.iter()
                 .map(|(k, v)| KeyValue::new((*k).to_string(), (*v).to_string())),
         );
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder();
+        for c in def.cols.iter().filter(|c| c.plain) {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), false);
+        }
+        let props = props
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_created_by(format!("tcpdx {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(kv))
