@@ -127,10 +127,30 @@ fn same_segment(db: &Value, csv: &str) {
 
 /// Exports `capture` and checks every table against the other commands' output.
 fn check(capture: &str) {
+    check_with(capture, &[]);
+}
+
+/// [`check`] with options (filters) given to every command.
+fn check_with(capture: &str, opts: &[&str]) {
     let path = data(capture);
     let file = path.to_str().unwrap();
-    let dir = scratch(&capture.replace('/', "_"));
-    let out = tcpdx(&["export", file, "-o", dir.to_str().unwrap()]);
+    let dir = scratch(&format!("{}{}", capture.replace('/', "_"), opts.join("_")));
+    let with = |args: &[&'static str]| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(opts.iter().map(|o| o.to_string()))
+            .chain([file.to_string()])
+            .collect()
+    };
+    let stdout = |args: &[&'static str]| -> String {
+        let v = with(args);
+        let v: Vec<&str> = v.iter().map(String::as_str).collect();
+        stdout(&v)
+    };
+    let mut export = with(&["export", "-o"]);
+    export.insert(2, dir.to_str().unwrap().to_string());
+    let export: Vec<&str> = export.iter().map(String::as_str).collect();
+    let out = tcpdx(&export);
     assert!(
         out.status.success(),
         "{capture}: {}",
@@ -140,7 +160,7 @@ fn check(capture: &str) {
     let counts = |t: &str| int(&db["counts"][t]);
 
     // segments == `tcpdx events --format csv`, row for row.
-    let events = stdout(&["events", "--format", "csv", file]);
+    let events = stdout(&["events", "--format", "csv"]);
     let rows: Vec<&str> = events.lines().skip(1).collect();
     assert!(!rows.is_empty(), "{capture}: no segments");
     assert_eq!(counts("segments"), rows.len() as i64, "{capture}: segments");
@@ -164,7 +184,7 @@ fn check(capture: &str) {
     assert!(ts.contains("TIMESTAMP"), "{capture}: ts is {ts}");
 
     // flows == `tcpdx flows --json`, one row per direction.
-    let flows: Value = serde_json::from_str(&stdout(&["flows", "--json", file])).unwrap();
+    let flows: Value = serde_json::from_str(&stdout(&["flows", "--json"])).unwrap();
     let mut want = Vec::new();
     for f in flows["flows"].as_array().unwrap() {
         for d in f["directions"].as_array().unwrap() {
@@ -199,7 +219,7 @@ fn check(capture: &str) {
     );
 
     // transactions == `tcpdx srt --transactions`, in the same order.
-    let srt = stdout(&["srt", "--transactions", file]);
+    let srt = stdout(&["srt", "--transactions"]);
     let want: Vec<(i64, String, i64, Option<i64>)> = srt
         .lines()
         .skip(1)
@@ -234,7 +254,7 @@ fn check(capture: &str) {
     assert_eq!(got, want, "{capture}: transactions");
 
     // findings, evidence, episodes, time budget == `tcpdx diagnose --json`.
-    let diag: Value = serde_json::from_str(&stdout(&["diagnose", "--json", file])).unwrap();
+    let diag: Value = serde_json::from_str(&stdout(&["diagnose", "--json"])).unwrap();
     let findings = diag["findings"].as_array().unwrap();
     assert_eq!(
         counts("findings"),
@@ -308,6 +328,14 @@ fn lab_rto_delack() {
 #[test]
 fn lab_nfs_write_stall() {
     check("lab/case003_nfs_write_stall/client.pcap.gz");
+}
+
+#[test]
+fn lab_nfs_write_stall_one_stream() {
+    check_with(
+        "lab/case003_nfs_write_stall/client.pcap.gz",
+        &["--stream", "3"],
+    );
 }
 
 #[test]
