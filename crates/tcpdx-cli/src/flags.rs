@@ -41,6 +41,10 @@ pub enum Command {
     /// retransmissions, stalls shaded), throughput, RTT, bytes in flight and the inferred
     /// sender window, storage response times and outstanding requests. Zoom and hover.
     Report(ReportArgs),
+    /// Parquet tables for pandas, polars and DuckDB, in one pass: segments (the events
+    /// rows with window and options), flows, storage transactions, findings with their
+    /// evidence and episodes, and the time budget. Schema: docs/parquet-format.md.
+    Export(ExportArgs),
 }
 
 /// Options shared by every command.
@@ -248,8 +252,25 @@ impl ReportArgs {
     }
 }
 
+/// `tcpdx export` options.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Input and filters.
+    #[command(flatten)]
+    pub common: Common,
+    /// Directory for the tables (created if missing; existing tables are replaced).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Parse connections on this port as this protocol (nfs, smb2, iscsi); repeatable.
+    /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
+    #[arg(long = "decode-as", value_name = "PORT=PROTO")]
+    pub decode_as: Vec<tcpdx_storage::DecodeAs>,
+}
+
 /// Subcommand names, for the `tcpdx FILE` shorthand.
-const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "report", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "diagnose", "events", "flows", "srt", "report", "export", "help",
+];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
 /// argument neither a subcommand nor an option) means `tcpdx diagnose FILE...`.

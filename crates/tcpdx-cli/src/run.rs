@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Flows(a) => cmd::flows::run(&a),
         Command::Srt(a) => cmd::srt::run(&a),
         Command::Report(a) => cmd::report::run(&a),
+        Command::Export(a) => cmd::export::run(&a),
     }
 }
 

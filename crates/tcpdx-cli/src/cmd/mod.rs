@@ -2,6 +2,7 @@
 
 pub mod diagnose;
 pub mod events;
+pub mod export;
 pub mod flows;
 pub mod report;
 pub mod srt;
