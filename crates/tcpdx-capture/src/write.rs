@@ -142,21 +142,26 @@ impl<W: Write> PcapNgWriter<W> {
 
     /// A pcap record as an enhanced packet block on interface 0, with `comments`.
     /// `nanos`: the interface's units (as given to [`Self::pcap_interface`]).
-    pub fn pcap_record(&mut self, r: &RawRecord, nanos: bool, comments: &[&str]) -> io::Result<()> {
+    pub fn pcap_record<S: AsRef<str>>(
+        &mut self,
+        r: &RawRecord,
+        nanos: bool,
+        comments: &[S],
+    ) -> io::Result<()> {
         // pcap timestamps are non-negative: seconds and fraction are unsigned.
         let ns = u64::try_from(r.ts.0).unwrap_or(0);
         let units = if nanos { ns } else { ns / 1_000 };
         self.epb(false, 0, units, r.orig_len, r.data, comments)
     }
 
-    fn epb(
+    fn epb<S: AsRef<str>>(
         &mut self,
         be: bool,
         interface: u32,
         units: u64,
         orig_len: u32,
         data: &[u8],
-        comments: &[&str],
+        comments: &[S],
     ) -> io::Result<()> {
         let b = &mut self.buf;
         open_block(b, EPB, be);
@@ -169,7 +174,7 @@ impl<W: Write> PcapNgWriter<W> {
         pad(b);
         if !comments.is_empty() {
             for c in comments {
-                push_comment(b, c, be);
+                push_comment(b, c.as_ref(), be);
             }
             put32(b, 0, be);
         }
@@ -181,7 +186,11 @@ impl<W: Write> PcapNgWriter<W> {
     /// options ahead of their own options (an SPB, which has no options, becomes an EPB on
     /// interface 0 with a zero timestamp, as Wireshark shows it). Section headers get an
     /// unknown section length, since commented blocks change it.
-    pub fn copy_block(&mut self, block: &RawBlock, comments: &[&str]) -> io::Result<()> {
+    pub fn copy_block<S: AsRef<str>>(
+        &mut self,
+        block: &RawBlock,
+        comments: &[S],
+    ) -> io::Result<()> {
         let bytes = block.bytes;
         let be = block.big_endian;
         match block.kind() {
@@ -207,7 +216,7 @@ impl<W: Write> PcapNgWriter<W> {
                 b.clear();
                 b.extend_from_slice(head);
                 for c in comments {
-                    push_comment(b, c, be);
+                    push_comment(b, c.as_ref(), be);
                 }
                 if options.is_empty() {
                     put32(b, 0, be);
@@ -295,7 +304,7 @@ mod tests {
         assert_eq!(&out[48..60], &blk[32..44], "own options kept");
         // Without comments: unchanged.
         let mut w = PcapNgWriter::new(Vec::new());
-        w.copy_block(&raw, &[]).unwrap();
+        w.copy_block::<&str>(&raw, &[]).unwrap();
         assert_eq!(w.into_inner(), blk);
     }
 

@@ -36,6 +36,16 @@ pub enum Command {
     /// slowest requests with their frames, latency, requests in flight and throughput over
     /// time, and SMB2 credits.
     Srt(SrtArgs),
+    /// The capture rewritten as pcapng with a comment on every evidence frame of `tcpdx
+    /// diagnose` ("tcpdx: KIND EPISODE/EPISODES: ROLE (tcp.stream, episode length,
+    /// severity)"), so the display filter `frame.comment contains "tcpdx"` lists the proof in
+    /// Wireshark. Every packet's bytes, lengths and timestamp are kept (pcap input gets one
+    /// interface in its own time units; pcapng blocks are copied, comments added); gzip or
+    /// zstd input gives plain pcapng.
+    ///
+    /// FILE is read twice (diagnose, then rewrite), so it cannot be - (stdin): save the
+    /// capture to a file first.
+    Annotate(AnnotateArgs),
 }
 
 /// Options shared by every command.
@@ -198,8 +208,20 @@ pub struct SrtArgs {
     pub decode_as: Vec<tcpdx_storage::DecodeAs>,
 }
 
+/// `tcpdx annotate` options.
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// Input and filters (the filters choose what is diagnosed, as for `diagnose`).
+    #[command(flatten)]
+    pub common: Common,
+    /// The annotated capture (pcapng; written to a temporary file beside it, then renamed);
+    /// - writes to stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
 /// Subcommand names, for the `tcpdx FILE` shorthand.
-const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "help"];
+const SUBCOMMANDS: &[&str] = &["diagnose", "events", "flows", "srt", "annotate", "help"];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
 /// argument neither a subcommand nor an option) means `tcpdx diagnose FILE...`.

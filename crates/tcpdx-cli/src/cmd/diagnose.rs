@@ -11,7 +11,7 @@ use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning
 use tcpdx_storage::findings::{StorageEvidence, add_findings};
 use tcpdx_storage::{StorageConfig, Tracker};
 
-use crate::flags::{DiagnoseArgs, FailOn};
+use crate::flags::{Common, DiagnoseArgs, FailOn};
 
 /// The TCP diagnoser and the storage transactions fed side by side.
 struct WithStorage {
@@ -42,32 +42,38 @@ impl EventSink for WithStorage {
 use crate::parallel::Plan;
 use crate::run::{analyze_with, open, out_err};
 
+/// Diagnoses one capture: the TCP findings and the storage ones (what `tcpdx diagnose`
+/// reports for it; `tcpdx annotate` marks the same evidence frames).
+pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
+    let mut both = WithStorage {
+        diag: Diagnoser::new(),
+        storage: Tracker::new(StorageConfig::default(), StorageEvidence::new()),
+    };
+    // Serial: the storage layer needs segment payloads, which workers do not carry yet.
+    let (stop, no_rows) = (
+        |_: &WithStorage| false,
+        |_: &mut WithStorage, _, _, _: &[u8]| {},
+    );
+    analyze_with(
+        open(common)?,
+        common,
+        &mut both,
+        stop,
+        Plan::Serial,
+        no_rows,
+    )?;
+    both.storage.finish();
+    let mut d = both.diag.finish();
+    add_findings(both.storage.sink(), &mut d);
+    Ok(d)
+}
+
 /// Runs `tcpdx diagnose`.
 pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
     let mut all = Diagnosis::default();
     let several = a.files.len() > 1;
     for file in &a.files {
-        let common = a.common(file.clone());
-        let mut both = WithStorage {
-            diag: Diagnoser::new(),
-            storage: Tracker::new(StorageConfig::default(), StorageEvidence::new()),
-        };
-        // Serial: the storage layer needs segment payloads, which workers do not carry yet.
-        let (stop, no_rows) = (
-            |_: &WithStorage| false,
-            |_: &mut WithStorage, _, _, _: &[u8]| {},
-        );
-        analyze_with(
-            open(&common)?,
-            &common,
-            &mut both,
-            stop,
-            Plan::Serial,
-            no_rows,
-        )?;
-        both.storage.finish();
-        let mut d = both.diag.finish();
-        add_findings(both.storage.sink(), &mut d);
+        let mut d = diagnose_file(&a.common(file.clone()))?;
         if several {
             for f in &mut d.findings {
                 f.file = Some(file.display().to_string());
