@@ -53,7 +53,9 @@ pub enum Command {
 pub struct Common {
     /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
     pub file: PathBuf,
-    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
+    /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
+    /// a pipe or a file.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
     /// Never show a progress bar.
@@ -105,7 +107,9 @@ pub struct DiagnoseArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
+    /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
+    /// a pipe or a file.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
     /// Never show a progress bar.

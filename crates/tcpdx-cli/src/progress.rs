@@ -1,4 +1,4 @@
-//! The progress bar on stderr: bytes read of the file's size, packets and packets/s.
+//! The progress bar on stderr: bytes read of the file's size, bytes/s and packets/s.
 //!
 //! Shown for long runs only: when stderr is a terminal (indicatif draws nothing otherwise,
 //! so never into a pipe or a file), the input is a file of known size of at least
@@ -44,7 +44,7 @@ impl Progress {
         })
     }
 
-    /// Input bytes read so far (of the file's size) and packets handled.
+    /// Input bytes read so far (of the file's size) and packets handled (for the rate).
     pub fn update(&self, bytes: u64, packets: u64) {
         let secs = self.started.elapsed().as_secs_f64();
         let rate = if secs > 0.0 {
@@ -52,11 +52,9 @@ impl Progress {
         } else {
             0
         };
-        self.bar.set_message(format!(
-            "{} packets, {} packets/s",
-            HumanCount(packets),
-            HumanCount(rate)
-        ));
+        // Short: the whole line must fit an 80-column terminal or it scrolls.
+        self.bar
+            .set_message(format!("{} packets/s", HumanCount(rate)));
         self.bar.set_position(bytes);
     }
 
