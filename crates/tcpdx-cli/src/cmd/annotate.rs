@@ -38,7 +38,7 @@ pub fn run(a: &AnnotateArgs) -> Result<ExitCode> {
     let comments = comments(&diagnosis);
     let done = rewrite(a, &comments, out.writer())?;
     out.commit()?;
-    let missing = comments.len() - done.commented;
+    let missing = comments.len().saturating_sub(done.commented);
     if missing > 0 {
         eprintln!("tcpdx: warning: {missing} evidence frames were not found in the second pass");
     }
