@@ -27,7 +27,8 @@
 //!
 //! Layout: `input` (raw bytes, counting, gzip/zstd), `sniff` (magic numbers, formats),
 //! `window` (the bounded buffer frames borrow from), `pcap` and `pcapng` (record layouts),
-//! `error` (errors and warnings).
+//! `error` (errors and warnings), `raw` (records and blocks as stored, for rewriting) and
+//! `write` (pcapng output with packet comments, for `tcpdx annotate`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // Input data must never panic the library: no unwrap/expect/indexing/panic outside tests
@@ -47,8 +48,10 @@ mod field;
 mod input;
 mod pcap;
 mod pcapng;
+mod raw;
 mod sniff;
 mod window;
+mod write;
 
 use std::fmt;
 use std::fs::File;
@@ -58,8 +61,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{BlockLengthProblem, CaptureError, CaptureErrorKind, CaptureWarning};
+pub use raw::{BlockKind, PcapHeader, RawBlock, RawItem, RawReader, RawRecord};
 pub use sniff::{CaptureFormat, Compression, Container};
 pub use tcpdx_wire::{Frame, FrameNo, LinkType, Timestamp};
+pub use write::PcapNgWriter;
 
 use error::Bad;
 use pcap::{PcapFile, PcapVariant};
@@ -158,22 +163,8 @@ impl fmt::Debug for CaptureReader {
 impl CaptureReader {
     /// Opens a file; "-" means stdin. Sniffs gzip/zstd then pcap/pcapng from magic bytes.
     pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
-        if path.as_os_str() == "-" {
-            return Self::build(STDIN_NAME, Box::new(std::io::stdin()), None);
-        }
-        let name = path.display().to_string();
-        let open_err = |e| CaptureError {
-            path: name.clone(),
-            offset: 0,
-            kind: CaptureErrorKind::Open(e),
-        };
-        let file = File::open(path).map_err(open_err)?;
-        let len = file
-            .metadata()
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| m.len());
-        Self::build(&name, Box::new(file), len)
+        let (name, raw, len) = open_path(path)?;
+        Self::build(&name, raw, len)
     }
 
     /// Same from any reader; `name` is used in errors/warnings.
@@ -186,50 +177,14 @@ impl CaptureReader {
         raw: Box<dyn Read + Send>,
         input_len: Option<u64>,
     ) -> Result<CaptureReader, CaptureError> {
-        let fail = |offset, kind| Err(Bad::at(offset, kind).with_path(name));
-        let input = match input::open(raw) {
-            Ok(input) => input,
-            Err(e) => return fail(0, CaptureErrorKind::Io(e)),
-        };
-        let compression = input.compression;
-        let mut window = Window::new(input.stream, window::DEFAULT_CAPACITY, &input.prefix);
-        if let Err(e) = window.fill(sniff::MAGIC_LEN) {
-            return fail(window.received(), CaptureErrorKind::Io(e));
-        }
-        let head = window.bytes();
-        let head = head.get(..sniff::MAGIC_LEN).unwrap_or(head);
-        let container = match sniff::container(head) {
-            _ if head.is_empty() => return fail(0, CaptureErrorKind::Empty),
-            Sniffed::Capture(c) => c,
-            Sniffed::TooShort => {
-                let (what, needed, got) = ("capture magic number", 4, head.len() as u32);
-                return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
-            }
-            Sniffed::Unknown => {
-                let kind = CaptureErrorKind::NotACapture {
-                    magic: head.to_vec(),
-                    inside: compression,
-                };
-                return fail(0, kind);
-            }
-        };
+        let Opened {
+            mut window,
+            container,
+            compression,
+            raw_bytes,
+        } = open_stream(name, raw)?;
         let parser = match PcapVariant::of(container) {
-            Some(variant) => {
-                let len = pcap::FILE_HEADER_LEN;
-                match window.fill(len) {
-                    Err(e) => return fail(window.received(), CaptureErrorKind::Io(e)),
-                    Ok(false) => {
-                        let got = window.bytes().len() as u32;
-                        let (what, needed) = ("pcap file header", len as u32);
-                        return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
-                    }
-                    Ok(true) => {}
-                }
-                let file = PcapFile::parse_header(window.bytes(), variant)
-                    .map_err(|b| b.with_path(name))?;
-                window.consume(len);
-                Parser::Pcap(file)
-            }
+            Some(variant) => Parser::Pcap(pcap_header(&mut window, variant, name)?),
             None => Parser::PcapNg(PcapNg::open(&mut window).map_err(|b| b.with_path(name))?),
         };
         Ok(CaptureReader {
@@ -240,7 +195,7 @@ impl CaptureReader {
                 container,
                 compression,
             },
-            raw_bytes: input.raw_bytes,
+            raw_bytes,
             input_len,
             warnings: Vec::new(),
             frames: 0,
@@ -353,6 +308,98 @@ impl CaptureReader {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// A capture input opened by path: its display name, its bytes and its size if it is a file.
+type OpenedPath = (String, Box<dyn Read + Send>, Option<u64>);
+
+/// Opens `path` ("-" means stdin).
+pub(crate) fn open_path(path: &Path) -> Result<OpenedPath, CaptureError> {
+    if path.as_os_str() == "-" {
+        return Ok((STDIN_NAME.to_owned(), Box::new(std::io::stdin()), None));
+    }
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| CaptureError {
+        path: name.clone(),
+        offset: 0,
+        kind: CaptureErrorKind::Open(e),
+    })?;
+    let len = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    Ok((name, Box::new(file), len))
+}
+
+/// The decompressed stream with its container sniffed: where every reader starts.
+pub(crate) struct Opened {
+    pub window: Window,
+    pub container: Container,
+    pub compression: Compression,
+    pub raw_bytes: Arc<AtomicU64>,
+}
+
+/// Puts a decompressor in front of `raw` if needed and sniffs the container.
+pub(crate) fn open_stream(name: &str, raw: Box<dyn Read + Send>) -> Result<Opened, CaptureError> {
+    let fail = |offset, kind| Err(Bad::at(offset, kind).with_path(name));
+    let input = match input::open(raw) {
+        Ok(input) => input,
+        Err(e) => return fail(0, CaptureErrorKind::Io(e)),
+    };
+    let compression = input.compression;
+    let mut window = Window::new(input.stream, window::DEFAULT_CAPACITY, &input.prefix);
+    if let Err(e) = window.fill(sniff::MAGIC_LEN) {
+        return fail(window.received(), CaptureErrorKind::Io(e));
+    }
+    let head = window.bytes();
+    let head = head.get(..sniff::MAGIC_LEN).unwrap_or(head);
+    let container = match sniff::container(head) {
+        _ if head.is_empty() => return fail(0, CaptureErrorKind::Empty),
+        Sniffed::Capture(c) => c,
+        Sniffed::TooShort => {
+            let (what, needed, got) = ("capture magic number", 4, head.len() as u32);
+            return fail(0, CaptureErrorKind::TruncatedHeader { what, needed, got });
+        }
+        Sniffed::Unknown => {
+            let kind = CaptureErrorKind::NotACapture {
+                magic: head.to_vec(),
+                inside: compression,
+            };
+            return fail(0, kind);
+        }
+    };
+    Ok(Opened {
+        window,
+        container,
+        compression,
+        raw_bytes: input.raw_bytes,
+    })
+}
+
+/// Reads and consumes the pcap file header at the start of `window`.
+pub(crate) fn pcap_header(
+    window: &mut Window,
+    variant: PcapVariant,
+    name: &str,
+) -> Result<PcapFile, CaptureError> {
+    let len = pcap::FILE_HEADER_LEN;
+    match window.fill(len) {
+        Err(e) => {
+            let kind = CaptureErrorKind::Io(e);
+            return Err(Bad::at(window.received(), kind).with_path(name));
+        }
+        Ok(false) => {
+            let got = window.bytes().len() as u32;
+            let (what, needed) = ("pcap file header", len as u32);
+            let kind = CaptureErrorKind::TruncatedHeader { what, needed, got };
+            return Err(Bad::at(0, kind).with_path(name));
+        }
+        Ok(true) => {}
+    }
+    let file = PcapFile::parse_header(window.bytes(), variant).map_err(|b| b.with_path(name))?;
+    window.consume(len);
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use tcpdx_wire::{LinkType, Timestamp};
 
 use crate::error::{Bad, CaptureErrorKind};
 use crate::field::{u16_at, u32_at};
+use crate::raw::PcapHeader;
 use crate::sniff::Container;
 use crate::window::Window;
 use crate::{Next, Packet, max_caplen};
@@ -24,8 +25,9 @@ mod file_field {
     use std::ops::Range;
     pub(super) const VERSION_MAJOR: Range<usize> = 4..6;
     pub(super) const VERSION_MINOR: Range<usize> = 6..8;
-    // 8..12 thiszone and 12..16 sigfigs are always 0 in practice; 16..20 snaplen is not
-    // needed (Wireshark does not check records against it either).
+    // 8..12 thiszone and 12..16 sigfigs are always 0 in practice. The snaplen is only
+    // carried over to pcapng output (Wireshark does not check records against it either).
+    pub(super) const SNAPLEN: Range<usize> = 16..20;
     pub(super) const LINKTYPE: Range<usize> = 20..24;
 }
 
@@ -95,6 +97,9 @@ pub(crate) struct PcapFile {
     link: LinkType,
     max_caplen: u32,
     lengths: LengthOrder,
+    /// The header's snaplen and whole link-type field (FCS bits included), for rewriting.
+    snaplen: u32,
+    link_field: u32,
 }
 
 impl PcapFile {
@@ -124,7 +129,8 @@ impl PcapFile {
             _ => LengthOrder::Normal,
         };
         // The upper 16 bits carry FCS length and reserved bits (pcap-linktype(7)).
-        let link = LinkType(u32_at(header, file_field::LINKTYPE, big_endian) as u16);
+        let link_field = u32_at(header, file_field::LINKTYPE, big_endian);
+        let link = LinkType(link_field as u16);
         Ok(Self {
             big_endian,
             ns_per_frac: if nanos { 1 } else { 1_000 },
@@ -136,7 +142,22 @@ impl PcapFile {
             link,
             max_caplen: max_caplen(link),
             lengths,
+            snaplen: u32_at(header, file_field::SNAPLEN, big_endian),
+            link_field,
         })
+    }
+
+    /// What the file header says, for writing the same capture in another format.
+    pub(crate) fn header(&self) -> PcapHeader {
+        // Bits 28..31: FCS length in 16-bit words, valid when bit 26 is set (pcap-linktype(7)).
+        let fcs_len =
+            (self.link_field & 0x0400_0000 != 0).then(|| (self.link_field >> 28) as u8 * 2);
+        PcapHeader {
+            link: self.link,
+            snaplen: self.snaplen,
+            nanos: self.ns_per_frac == 1,
+            fcs_len,
+        }
     }
 
     /// Reads the next record header and makes its data available in `w`.

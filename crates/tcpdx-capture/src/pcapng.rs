@@ -30,19 +30,19 @@ use crate::window::Window;
 use crate::{Next, Packet, max_caplen};
 
 /// Block types we read (the SHB type is [`PCAPNG_SHB`]).
-mod block_type {
-    pub(super) const IDB: u32 = 1;
-    pub(super) const OPB: u32 = 2;
-    pub(super) const SPB: u32 = 3;
-    pub(super) const EPB: u32 = 6;
+pub(crate) mod block_type {
+    pub(crate) const IDB: u32 = 1;
+    pub(crate) const OPB: u32 = 2;
+    pub(crate) const SPB: u32 = 3;
+    pub(crate) const EPB: u32 = 6;
     /// systemd journal export block.
-    pub(super) const JOURNAL: u32 = 9;
+    pub(crate) const JOURNAL: u32 = 9;
     /// Custom blocks (copyable or not) and Sysdig event blocks.
-    pub(super) const CB_COPY: u32 = 0x0000_0BAD;
-    pub(super) const CB_NO_COPY: u32 = 0x4000_0BAD;
-    pub(super) const SYSDIG_EVENT: u32 = 0x0204;
-    pub(super) const SYSDIG_EVENT_V2: u32 = 0x0216;
-    pub(super) const SYSDIG_EVENT_V2_LARGE: u32 = 0x0221;
+    pub(crate) const CB_COPY: u32 = 0x0000_0BAD;
+    pub(crate) const CB_NO_COPY: u32 = 0x4000_0BAD;
+    pub(crate) const SYSDIG_EVENT: u32 = 0x0204;
+    pub(crate) const SYSDIG_EVENT_V2: u32 = 0x0216;
+    pub(crate) const SYSDIG_EVENT_V2_LARGE: u32 = 0x0221;
 }
 
 /// Blocks that are not packets but that Wireshark shows as records of their own, each with
@@ -50,7 +50,7 @@ mod block_type {
 /// Wireshark's (checked with tshark 4.0 on hand-made files: custom blocks, systemd journal
 /// entries and these three Sysdig event types are numbered; NRB, ISB, DSB and unknown
 /// blocks are not).
-fn is_non_packet_record(t: u32) -> bool {
+pub(crate) fn is_non_packet_record(t: u32) -> bool {
     use block_type::*;
     matches!(
         t,
@@ -206,7 +206,7 @@ fn min_len(block_type: u32) -> u32 {
 }
 
 /// Checks a block's total length against the rules that do not need its trailer.
-fn check_len(block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
+pub(crate) fn check_len(block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
     let problem = if length < field::OVERHEAD as u32 {
         BlockLengthProblem::TooShort {
             min: field::OVERHEAD as u32,
@@ -233,7 +233,12 @@ fn check_len(block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
 }
 
 /// Checks that the trailing copy of the total length in `block` equals `length`.
-fn check_trailer(trailer: u32, block_type: u32, length: u32, offset: u64) -> Result<(), Bad> {
+pub(crate) fn check_trailer(
+    trailer: u32,
+    block_type: u32,
+    length: u32,
+    offset: u64,
+) -> Result<(), Bad> {
     if trailer == length {
         return Ok(());
     }

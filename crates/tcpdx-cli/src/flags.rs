@@ -45,6 +45,16 @@ pub enum Command {
     /// rows with window and options), flows, storage transactions, findings with their
     /// evidence and episodes, and the time budget. Schema: docs/parquet-format.md.
     Export(ExportArgs),
+    /// The capture rewritten as pcapng with a comment on every evidence frame of `tcpdx
+    /// diagnose` ("tcpdx: KIND EPISODE/EPISODES: ROLE (tcp.stream, episode length,
+    /// severity)"), so the display filter `frame.comment contains "tcpdx"` lists the proof in
+    /// Wireshark. Every packet's bytes, lengths and timestamp are kept (pcap input gets one
+    /// interface in its own time units; pcapng blocks are copied, comments added); gzip or
+    /// zstd input gives plain pcapng.
+    ///
+    /// FILE is read twice (diagnose, then rewrite), so it cannot be - (stdin): save the
+    /// capture to a file first.
+    Annotate(AnnotateArgs),
 }
 
 /// Options shared by every command.
@@ -52,7 +62,9 @@ pub enum Command {
 pub struct Common {
     /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
     pub file: PathBuf,
-    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
+    /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
+    /// a pipe or a file.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
     /// Never show a progress bar.
@@ -104,7 +116,9 @@ pub struct DiagnoseArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
+    /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
+    /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
+    /// a pipe or a file.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
     /// Never show a progress bar.
@@ -267,9 +281,21 @@ pub struct ExportArgs {
     pub decode_as: Vec<tcpdx_storage::DecodeAs>,
 }
 
+/// `tcpdx annotate` options.
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// Input and filters (the filters choose what is diagnosed, as for `diagnose`).
+    #[command(flatten)]
+    pub common: Common,
+    /// The annotated capture (pcapng; written to a temporary file beside it, then renamed);
+    /// - writes to stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
 /// Subcommand names, for the `tcpdx FILE` shorthand.
 const SUBCOMMANDS: &[&str] = &[
-    "diagnose", "events", "flows", "srt", "report", "export", "help",
+    "diagnose", "events", "flows", "srt", "report", "export", "annotate", "help",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first

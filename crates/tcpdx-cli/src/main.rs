@@ -7,6 +7,7 @@
 mod cmd;
 mod flags;
 mod parallel;
+mod progress;
 mod run;
 
 use std::process::ExitCode;

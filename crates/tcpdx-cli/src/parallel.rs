@@ -14,7 +14,6 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use anyhow::Result;
-use indicatif::ProgressBar;
 use rustc_hash::FxHasher;
 use tcpdx_capture::{CaptureError, CaptureReader};
 use tcpdx_core::{
@@ -23,6 +22,8 @@ use tcpdx_core::{
 };
 use tcpdx_report::{CsvTail, Line};
 use tcpdx_wire::{FrameNo, Timestamp};
+
+use crate::progress::Progress;
 
 /// Frames per batch: large enough that channel costs vanish, small enough to stay in cache.
 const BATCH: usize = 4096;
@@ -119,7 +120,7 @@ fn read_and_route(
     recycled: Receiver<Vec<Work>>,
     routes: SyncSender<Vec<u8>>,
     stop: &AtomicBool,
-    progress: Option<ProgressBar>,
+    progress: Option<Progress>,
     sweep_every: u64,
 ) -> ReaderEnd {
     let n = workers.len();
@@ -130,6 +131,7 @@ fn read_and_route(
     let mut error = None;
     let mut since_sweep = 0u64;
     let mut in_batch = 0usize;
+    let mut frames = 0u64;
     let flush = |bufs: &mut Vec<Vec<Work>>, route: &mut Vec<u8>| -> bool {
         for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
             // Reuse the vectors workers hand back: a fresh large one per batch costs page faults.
@@ -188,10 +190,11 @@ fn read_and_route(
             }
         }
         in_batch += 1;
+        frames += 1;
         if in_batch >= BATCH {
             in_batch = 0;
             if let Some(p) = &progress {
-                p.set_position(reader.input_bytes_read());
+                p.update(reader.input_bytes_read(), frames);
             }
             if !flush(&mut bufs, &mut route) || stop.load(Ordering::Relaxed) {
                 break;
@@ -200,7 +203,7 @@ fn read_and_route(
     }
     flush(&mut bufs, &mut route);
     if let Some(p) = progress {
-        p.finish_and_clear();
+        p.finish();
     }
     ReaderEnd {
         reader,
@@ -346,7 +349,7 @@ pub fn run<S: EventSink>(
     sink: &mut S,
     streams: &[u32],
     ports: &[u16],
-    progress: Option<ProgressBar>,
+    progress: Option<Progress>,
     stop: impl Fn(&S) -> bool,
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
 ) -> Result<Parallel> {

@@ -1,10 +1,8 @@
 //! Drives one command: opens the capture, feeds the analyzer, reports warnings.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning,
@@ -13,6 +11,7 @@ use tcpdx_core::{
 use crate::cmd;
 use crate::flags::{Cli, Command, Common};
 use crate::parallel::{self, Plan};
+use crate::progress::{self, Progress};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -23,6 +22,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Srt(a) => cmd::srt::run(&a),
         Command::Report(a) => cmd::report::run(&a),
         Command::Export(a) => cmd::export::run(&a),
+        Command::Annotate(a) => cmd::annotate::run(&a),
     }
 }
 
@@ -122,7 +122,12 @@ pub fn analyze_with<S: EventSink>(
     plan: Plan,
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
 ) -> Result<Outcome> {
-    let progress = progress_bar(common, &reader);
+    let progress = Progress::new(
+        common.progress,
+        common.no_progress,
+        reader.input_len(),
+        "reading",
+    );
     let threads = common.worker_threads();
     if threads <= 1 || plan == Plan::Serial {
         return analyze_single(reader, common, sink, stop, progress);
@@ -158,7 +163,7 @@ fn analyze_single<S: EventSink>(
     common: &Common,
     sink: &mut S,
     stop: impl Fn(&S) -> bool,
-    progress: Option<ProgressBar>,
+    progress: Option<Progress>,
 ) -> Result<Outcome> {
     let mut analyzer = Analyzer::new(analyzer_config(common));
     let mut filter = Filter::new(sink, common);
@@ -168,9 +173,9 @@ fn analyze_single<S: EventSink>(
         first_ts_ns.get_or_insert(frame.ts.0);
         analyzer.handle_frame(&frame, &mut filter);
         n += 1;
-        if n.is_multiple_of(4096) {
+        if n.is_multiple_of(progress::EVERY_FRAMES) {
             if let Some(p) = &progress {
-                p.set_position(reader.input_bytes_read());
+                p.update(reader.input_bytes_read(), n);
             }
             if stop(filter.inner) {
                 break;
@@ -179,7 +184,7 @@ fn analyze_single<S: EventSink>(
     }
     analyzer.handle_end(&mut filter);
     if let Some(p) = progress {
-        p.finish_and_clear();
+        p.finish();
     }
     for w in reader.warnings() {
         eprintln!("tcpdx: warning: {w}");
@@ -236,26 +241,6 @@ fn report_warnings(warnings: &[Warning], stats: &tcpdx_core::InputStats, max_flo
             stats.fragments
         );
     }
-}
-
-fn progress_bar(common: &Common, reader: &CaptureReader) -> Option<ProgressBar> {
-    let want = if common.no_progress {
-        false
-    } else {
-        common.progress || std::io::stderr().is_terminal()
-    };
-    let len = reader.input_len()?;
-    if !want || len < 64 << 20 && !common.progress {
-        return None;
-    }
-    let p = ProgressBar::new(len);
-    p.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {bytes}/{total_bytes} {wide_bar} {bytes_per_sec} eta {eta}",
-        )
-        .ok()?,
-    );
-    Some(p)
 }
 
 /// Adds the path to an output error.

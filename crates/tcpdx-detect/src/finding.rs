@@ -136,6 +136,11 @@ pub struct Evidence {
     pub frame: u64,
     /// Role (`third duplicate ACK`, `fast retransmission`, `lone segment`, `delayed ACK`, ...).
     pub role: String,
+    /// The episode (1-based, counting every episode, listed or not) the frame belongs to, for
+    /// evidence added before that episode's [`Finding::episode`] call; `None` for evidence
+    /// of the finding as a whole. Not serialised (the JSON contract is unchanged).
+    #[serde(skip)]
+    pub episode: Option<u32>,
 }
 
 /// One episode of a finding, in seconds since the first frame of the capture.
@@ -175,6 +180,12 @@ pub struct Finding {
     /// Capture file the finding comes from (set by the CLI when several files are given).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// [`Finding::episode`] calls so far (listed or not).
+    #[serde(skip)]
+    episodes_seen: u32,
+    /// Evidence from this index on is not yet tagged with an episode.
+    #[serde(skip)]
+    untagged_from: usize,
 }
 
 /// Episodes listed per finding; the count in `episodes` is always complete (tcpdx choice:
@@ -199,6 +210,8 @@ impl Finding {
             recommendations: Vec::new(),
             episode_list: Vec::new(),
             file: None,
+            episodes_seen: 0,
+            untagged_from: 0,
         }
     }
 
@@ -208,12 +221,21 @@ impl Finding {
             self.evidence.push(Evidence {
                 frame,
                 role: role.to_string(),
+                episode: None,
             });
         }
     }
 
-    /// Adds an episode span (bounded by [`MAX_EPISODES_LISTED`]).
+    /// Adds an episode span (bounded by [`MAX_EPISODES_LISTED`]). Detectors add each
+    /// episode's evidence first, then call this: the evidence added since the previous call
+    /// is tagged with this episode's number.
     pub fn episode(&mut self, start_s: f64, duration_s: f64) {
+        self.episodes_seen += 1;
+        let n = self.episodes_seen;
+        for e in self.evidence.iter_mut().skip(self.untagged_from) {
+            e.episode = Some(n);
+        }
+        self.untagged_from = self.evidence.len();
         if self.episode_list.len() < MAX_EPISODES_LISTED {
             self.episode_list.push(Episode {
                 start_s,
@@ -272,5 +294,26 @@ mod tests {
         f.evidence(4, "b");
         f.evidence(9, "c");
         assert_eq!(f.frames_filter(), "frame.number in {4 9}");
+    }
+
+    #[test]
+    fn evidence_is_tagged_with_its_episode() {
+        let mut f = Finding::new(FindingKind::RtoStall, Some(1));
+        f.evidence(3, "last ACK before the silence");
+        f.evidence(5, "timeout retransmission");
+        f.episode(0.1, 0.2);
+        f.evidence(8, "timeout retransmission");
+        f.episode(0.5, 0.2);
+        f.evidence(9, "whole finding");
+        let tags: Vec<_> = f.evidence.iter().map(|e| e.episode).collect();
+        assert_eq!(tags, [Some(1), Some(1), Some(2), None]);
+        // Episodes beyond the listed ones still count.
+        for _ in 0..MAX_EPISODES_LISTED {
+            f.episode(1.0, 0.1);
+        }
+        f.evidence(10, "late");
+        f.episode(2.0, 0.1);
+        assert_eq!(f.episode_list.len(), MAX_EPISODES_LISTED);
+        assert_eq!(f.evidence.last().unwrap().episode, Some(53));
     }
 }

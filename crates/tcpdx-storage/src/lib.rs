@@ -28,6 +28,8 @@ pub mod tracker;
 pub use tracker::{DecodeAs, Decoder, StorageConfig, Tracker};
 pub mod srt;
 pub use srt::{SrtCollector, SrtConfig, SrtReport};
+pub mod diagnosing;
 pub mod findings;
+pub use diagnosing::Diagnosing;
 pub mod iscsi;
 pub mod smb2;

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod annotate;
 pub mod diagnose;
 pub mod events;
 pub mod export;

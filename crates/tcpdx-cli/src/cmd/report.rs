@@ -11,11 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning};
-use tcpdx_detect::Diagnoser;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
-use tcpdx_storage::findings::{StorageEvidence, add_findings};
-use tcpdx_storage::{StorageConfig, Tracker};
+use tcpdx_storage::{Diagnosing, StorageConfig};
 
 use crate::flags::ReportArgs;
 use crate::parallel::Plan;
@@ -23,18 +21,16 @@ use crate::run::{analyze_with, open};
 
 /// First pass: the diagnosis (TCP and storage, as `diagnose`) and the largest connections.
 struct Survey {
-    diag: Diagnoser,
-    storage: Tracker<StorageEvidence>,
+    diag: Diagnosing,
     top: TopBytes,
 }
 
 impl EventSink for Survey {
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         self.diag.segment_detail(a, d);
-        self.storage.segment_detail(a, d);
     }
     fn payload(&mut self, a: &SegmentAnalysis, p: &[u8]) {
-        self.storage.payload(a, p);
+        self.diag.payload(a, p);
     }
     fn flow(&mut self, f: &FlowSummary) {
         self.diag.flow(f);
@@ -42,7 +38,6 @@ impl EventSink for Survey {
     }
     fn flow_evicted(&mut self, f: &FlowSummary) {
         self.diag.flow_evicted(f);
-        self.storage.flow_evicted(f);
         self.top.flow_evicted(f);
     }
     fn warning(&mut self, w: &Warning) {
@@ -57,8 +52,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     }
     let all = a.common(Vec::new());
     let mut survey = Survey {
-        diag: Diagnoser::new(),
-        storage: Tracker::new(StorageConfig::default(), StorageEvidence::new()),
+        diag: Diagnosing::new(StorageConfig::default()),
         top: TopBytes::new(a.top),
     };
     let outcome = analyze_with(
@@ -69,9 +63,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         Plan::Serial,
         |_, _, _, _| {},
     )?;
-    survey.storage.finish();
-    let mut diagnosis = survey.diag.finish();
-    add_findings(survey.storage.sink(), &mut diagnosis);
+    let diagnosis = survey.diag.finish();
     let chosen = choose(&diagnosis, &survey.top, a.top, &a.streams);
 
     let mut sections = Vec::new();
