@@ -15,8 +15,9 @@ pub mod detectors;
 pub mod finding;
 pub mod infer;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 
@@ -143,7 +144,8 @@ pub fn sort_findings(f: &mut [Finding]) {
 /// evicts it under `--max-flows`, so that its inference state is freed early).
 #[derive(Debug, Default)]
 pub struct Diagnoser {
-    conns: HashMap<u32, ConnTracker>,
+    /// Trackers by stream (Fx: one lookup per segment, SipHash cost 6% of `diagnose`).
+    conns: FxHashMap<u32, ConnTracker>,
     /// Connections already diagnosed because the core evicted them.
     done: Vec<Diagnosed>,
     /// Connections folded away from `done` (bounded memory), and their time.

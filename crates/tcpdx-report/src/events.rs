@@ -10,7 +10,12 @@ use std::net::IpAddr;
 use serde::Serialize;
 use tcpdx_core::{EventSink, SegmentAnalysis};
 
-use crate::line::Line;
+use crate::line::{Line, ROW_CAP};
+
+/// Rows are gathered into batches of at least this many bytes before they are written:
+/// one large write instead of a small copy per row (a `BufWriter` of this capacity or less
+/// passes such a write straight through).
+const BATCH: usize = 1 << 16;
 
 /// The CSV header line.
 pub const CSV_HEADER: &str =
@@ -77,11 +82,13 @@ impl CsvTail {
         line.byte(b',');
         line.u64(a.len.into());
         line.byte(b',');
-        for (i, name) in a.flags.names().enumerate() {
-            if i > 0 {
-                line.byte(b'|');
+        if !a.flags.is_empty() {
+            for (i, name) in a.flags.names().enumerate() {
+                if i > 0 {
+                    line.byte(b'|');
+                }
+                line.bytes(name.as_bytes());
             }
-            line.bytes(name.as_bytes());
         }
         line.byte(b',');
         if let Some(n) = a.dup_ack_num {
@@ -115,15 +122,32 @@ impl<W: Write> EventsCsv<W> {
             out,
             err: None,
             tail: CsvTail::default(),
-            line: Line::default(),
+            line: Line::with_capacity(BATCH + ROW_CAP),
         })
     }
     /// Flushes; returns the first write error, if any.
     pub fn finish(mut self) -> io::Result<()> {
+        self.write_batch();
         if let Some(e) = self.err.take() {
             return Err(e);
         }
         self.out.flush()
+    }
+    /// Writes the rows gathered so far.
+    fn write_batch(&mut self) {
+        if self.err.is_none()
+            && !self.line.is_empty()
+            && let Err(e) = self.out.write_all(self.line.as_bytes())
+        {
+            self.err = Some(e);
+        }
+        self.line.clear();
+    }
+    /// Writes the batch once it is large enough (a row always fits in what is left).
+    fn row_done(&mut self) {
+        if self.line.len() >= BATCH {
+            self.write_batch();
+        }
     }
     /// True once a write failed (e.g. a closed pipe): the caller may stop early.
     pub fn failed(&self) -> bool {
@@ -134,15 +158,9 @@ impl<W: Write> EventsCsv<W> {
         if self.err.is_some() {
             return;
         }
-        self.line.clear();
         csv_head(&mut self.line, frame, stream);
-        let r = self
-            .out
-            .write_all(self.line.as_bytes())
-            .and_then(|()| self.out.write_all(tail));
-        if let Err(e) = r {
-            self.err = Some(e);
-        }
+        self.line.bytes(tail);
+        self.row_done();
     }
 }
 
@@ -151,12 +169,9 @@ impl<W: Write> EventSink for EventsCsv<W> {
         if self.err.is_some() {
             return;
         }
-        self.line.clear();
         csv_head(&mut self.line, a.frame.0, a.stream.0);
         self.tail.format(&mut self.line, a);
-        if let Err(e) = self.out.write_all(self.line.as_bytes()) {
-            self.err = Some(e);
-        }
+        self.row_done();
     }
 }
 

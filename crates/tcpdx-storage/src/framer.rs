@@ -26,6 +26,11 @@ pub trait PduHandler {
     /// True if a PDU plausibly starts at `bytes[0]` (`bytes.len() >= probe_len()`); used
     /// to find the framing again after a gap, so stricter than `pdu_len`.
     fn plausible(&self, bytes: &[u8]) -> bool;
+    /// The byte every PDU starts with, if there is one: `plausible` is then only asked
+    /// about positions holding it (it must reject every other position).
+    fn first_byte(&self) -> Option<u8> {
+        None
+    }
     /// One complete PDU.
     fn pdu(&mut self, pdu: &Pdu<'_>);
     /// The framing was lost at `at` (bytes that cannot start a PDU, or a gap over a head).
@@ -331,7 +336,8 @@ impl Framer {
                     // Not enough bytes yet to judge this position (all of `bytes` is in
                     // the window): keep carrying.
                     self.stats.skipped_bytes += i as u64;
-                    self.buf = window[i..].to_vec();
+                    window.drain(..i);
+                    self.buf = window;
                     return bytes.len();
                 }
                 if h.plausible(&window[i..]) {
@@ -344,12 +350,22 @@ impl Framer {
                 }
             }
             self.stats.skipped_bytes += carried as u64;
+            // Keep the allocation for the next carry.
+            window.clear();
+            self.buf = window;
         }
-        for i in 0..bytes.len() {
-            if bytes.len() - i < probe {
-                self.stats.skipped_bytes += i as u64;
-                self.buf = bytes[i..].to_vec();
-                return bytes.len();
+        // Positions below `limit` can be judged; the bytes from `limit` on are carried.
+        let limit = (bytes.len() + 1).saturating_sub(probe);
+        let first = h.first_byte();
+        let mut i = 0;
+        while i < limit {
+            // Skip straight to the next position with the right first byte (on a snaplen-cut
+            // bulk transfer, calling `plausible` at every byte was most of the framer's time).
+            if let Some(b) = first {
+                match bytes[i..limit].iter().position(|&x| x == b) {
+                    Some(k) => i += k,
+                    None => break,
+                }
             }
             if h.plausible(&bytes[i..]) {
                 self.stats.resynced += 1;
@@ -357,8 +373,16 @@ impl Framer {
                 self.state = State::Head { first: None };
                 return i;
             }
+            i += 1;
         }
-        self.stats.skipped_bytes += bytes.len() as u64;
+        if limit < bytes.len() {
+            self.stats.skipped_bytes += limit as u64;
+            // Into the kept buffer: no allocation per segment while the framing is lost.
+            self.buf.clear();
+            self.buf.extend_from_slice(&bytes[limit..]);
+        } else {
+            self.stats.skipped_bytes += bytes.len() as u64;
+        }
         bytes.len()
     }
 }
@@ -398,6 +422,8 @@ mod tests {
         pdus: Vec<(Vec<u8>, u64, bool, u64, u64)>,
         lost: usize,
         keep: usize,
+        /// Announce the 0xAB first byte to the scan.
+        first: bool,
     }
     impl PduHandler for Toy {
         fn head_len(&self) -> usize {
@@ -414,6 +440,9 @@ mod tests {
         }
         fn plausible(&self, b: &[u8]) -> bool {
             b[0] == 0xAB && b[1] == 0 && b[3] == 0xCD
+        }
+        fn first_byte(&self) -> Option<u8> {
+            self.first.then_some(0xAB)
         }
         fn pdu(&mut self, p: &Pdu<'_>) {
             self.pdus.push((
@@ -479,6 +508,37 @@ mod tests {
                 let want: Vec<_> = whole.pdus.iter().map(|p| (&p.0, p.1, p.2)).collect();
                 assert_eq!(got, want, "split at {a},{b}");
             }
+        }
+    }
+
+    #[test]
+    fn scan_by_first_byte_finds_what_plausible_finds() {
+        // Junk (with stray 0xAB bytes) before, between and after PDUs, fed in chunks of
+        // every size, with a gap: the same PDUs, losses and counters either way.
+        let mut s = vec![1, 0xAB, 2, 0xAB, 0, 7, 3];
+        s.extend(toy_stream());
+        s.extend([0xAB, 0, 0xAB, 9, 9, 0xAB]);
+        s.extend(toy_pdu(12, 7));
+        s.extend([0xAB, 0]);
+        for chunk in 1..=s.len() {
+            let run = |first: bool| {
+                let mut t = Toy {
+                    keep: 8,
+                    first,
+                    ..Toy::default()
+                };
+                let mut f = Framer::new(false);
+                for (n, c) in s.chunks(chunk).enumerate() {
+                    f.data(c, at(n as u64), &mut t);
+                    if n == 1 {
+                        f.gap(5, at(n as u64), &mut t);
+                    }
+                }
+                (t.pdus, t.lost, f.stats(), f.buf.clone())
+            };
+            let (with, without) = (run(true), run(false));
+            assert_eq!(with, without, "chunks of {chunk}");
+            assert!(with.2.resynced > 0, "chunks of {chunk}");
         }
     }
 

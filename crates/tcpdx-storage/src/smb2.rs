@@ -413,6 +413,10 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
     fn probe_len(&self) -> usize {
         10
     }
+    fn first_byte(&self) -> Option<u8> {
+        // NetBIOS session message (the only type `plausible` accepts).
+        Some(0)
+    }
     fn plausible(&self, b: &[u8]) -> bool {
         let len = u32::from(b[1]) << 16 | u32::from(b[2]) << 8 | u32::from(b[3]);
         b[0] == 0

@@ -257,10 +257,14 @@ impl<S: StorageSink> Tracker<S> {
 
     /// Opens the connection's state if its port maps to a parser; false if not storage.
     fn open(&mut self, a: &SegmentAnalysis) -> bool {
+        // Tracked connections first: one lookup for every segment of a storage connection.
+        if self.conns.contains_key(&a.stream) {
+            return true;
+        }
         if self.skip.contains(&a.stream) {
             return false;
         }
-        if !self.conns.contains_key(&a.stream) {
+        {
             let Some(decoder) = self.cfg.decoder(a) else {
                 self.skip.insert(a.stream);
                 return false;

@@ -38,6 +38,7 @@ use crate::error::DecodeStop;
 use crate::frame::LinkType;
 use crate::seq::SeqNum;
 
+mod fast;
 mod walk;
 
 /// TCP header flag bits (the 9 low bits of bytes 12-13 of the header).
@@ -189,6 +190,16 @@ pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> PacketView<'_> {
     let wire_len = usize::try_from(orig_len)
         .unwrap_or(usize::MAX)
         .max(data.len());
+    if link == LinkType::ETHERNET
+        && let Some(view) = fast::ethernet_ipv4_tcp(data, wire_len)
+    {
+        return view;
+    }
+    general(link, data, wire_len)
+}
+
+/// [`decode`] without the fast path.
+fn general(link: LinkType, data: &[u8], wire_len: usize) -> PacketView<'_> {
     let mut view = walk::run(link, data, wire_len);
     if view.tcp.is_none() {
         view.partial_tcp = partial(&view, data);
