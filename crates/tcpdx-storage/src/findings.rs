@@ -249,14 +249,17 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
     slow.sort_by_key(|x| x.1);
     let mut best: &[(&Transaction, i64)] = &[];
     let mut j = 0;
-    for i in 0..slow.len() {
+    for (i, &(_, lo)) in slow.iter().enumerate() {
         j = j.max(i);
-        let lo = slow[i].1 as f64;
-        while j + 1 < slow.len() && slow[j + 1].1 as f64 <= lo * (1.0 + SAME_DURATION_TOLERANCE) {
+        let lo = lo as f64;
+        while slow
+            .get(j + 1)
+            .is_some_and(|x| x.1 as f64 <= lo * (1.0 + SAME_DURATION_TOLERANCE))
+        {
             j += 1;
         }
         if j + 1 - i > best.len() {
-            best = &slow[i..=j];
+            best = slow.get(i..=j).unwrap_or_default();
         }
     }
     let at_timer = |ns: i64| {
@@ -278,10 +281,10 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
         by_stream.entry(x.0.stream).or_default().push(x);
     }
     let mut out = Vec::new();
-    let mut streams: Vec<StreamId> = by_stream.keys().copied().collect();
-    streams.sort_unstable();
-    for stream in streams {
-        let g = &by_stream[&stream];
+    let mut by_stream: Vec<(StreamId, Vec<(&Transaction, i64)>)> = by_stream.into_iter().collect();
+    by_stream.sort_unstable_by_key(|x| x.0);
+    for (stream, g) in &by_stream {
+        let stream = *stream;
         let mut f = Finding::new(FindingKind::FixedDurationStall, Some(stream.0));
         let total: i64 = g.iter().map(|x| x.1).sum();
         let mut parts = Vec::new();
@@ -334,7 +337,7 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
         f.explanation = format!(
             "{} storage operation(s) stalled for about the same time ({:.3} s): {}",
             g.len(),
-            g[g.len() / 2].1 as f64 / 1e9,
+            g.get(g.len() / 2).map_or(0, |x| x.1) as f64 / 1e9,
             parts.join(" ")
         );
         f.recommendations = vec![

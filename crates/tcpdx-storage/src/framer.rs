@@ -132,13 +132,15 @@ impl Framer {
 
     /// Feeds the next bytes of the stream.
     pub fn data<H: PduHandler>(&mut self, bytes: &[u8], at: At, h: &mut H) {
-        let mut p = 0;
-        while p < bytes.len() {
-            p += match self.state {
-                State::Head { first } => self.head(&bytes[p..], first.unwrap_or(at), at, h),
-                State::Body { .. } => self.body(&bytes[p..], at, h),
-                State::Lost => self.scan(&bytes[p..], at, h),
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let used = match self.state {
+                State::Head { first } => self.head(rest, first.unwrap_or(at), at, h),
+                State::Body { .. } => self.body(rest, at, h),
+                State::Lost => self.scan(rest, at, h),
             };
+            // Each step consumes at most what it was given; past the end means done.
+            rest = rest.get(used..).unwrap_or_default();
         }
     }
 
@@ -190,17 +192,22 @@ impl Framer {
     /// At a boundary or inside a head: returns the bytes consumed.
     fn head<H: PduHandler>(&mut self, bytes: &[u8], first: At, at: At, h: &mut H) -> usize {
         let hl = h.head_len().max(1);
-        if self.buf.is_empty() && bytes.len() >= hl {
+        if self.buf.is_empty()
+            && let Some(head) = bytes.get(..hl)
+        {
             // Fast path: the head is here; maybe the whole PDU too.
-            let Some(total) = h.pdu_len(&bytes[..hl]).filter(|&t| t >= hl as u64) else {
+            let Some(total) = h.pdu_len(head).filter(|&t| t >= hl as u64) else {
                 self.lose(at, h);
                 self.stats.skipped_bytes += 1;
                 return 1; // scan from the next byte
             };
-            let keep = clamp_keep(h.keep_len(&bytes[..hl], total), hl, total);
-            if total <= bytes.len() as u64 {
+            let keep = clamp_keep(h.keep_len(head, total), hl, total);
+            // keep <= total <= bytes.len(), so the `get` always succeeds here.
+            if total <= bytes.len() as u64
+                && let Some(kept) = bytes.get(..keep)
+            {
                 let pdu = Pdu {
-                    head: &bytes[..keep],
+                    head: kept,
                     len: total,
                     damaged: false,
                     first: at,
@@ -222,12 +229,13 @@ impl Framer {
             return 0;
         }
         let need = hl - self.buf.len();
-        let n = need.min(bytes.len());
+        let take = bytes.get(..need).unwrap_or(bytes);
+        let n = take.len();
         if self.buf.is_empty() {
             self.head_repaired = false;
         }
         self.head_repaired |= self.input_repaired;
-        self.buf.extend_from_slice(&bytes[..n]);
+        self.buf.extend_from_slice(take);
         if self.buf.len() < hl {
             self.state = State::Head { first: Some(first) };
             return n;
@@ -238,7 +246,7 @@ impl Framer {
                 self.lose(at, h);
                 // Rescan the collected head from its second byte.
                 self.stats.skipped_bytes += 1;
-                let rest = head[1..].to_vec();
+                let rest = head.get(1..).unwrap_or_default().to_vec();
                 self.data(&rest, at, h);
             }
             Some(total) => {
@@ -278,7 +286,7 @@ impl Framer {
         let n = (total - done).min(bytes.len() as u64) as usize;
         if (done as usize) < keep && self.buf.len() == done as usize {
             let k = (keep - done as usize).min(n);
-            self.buf.extend_from_slice(&bytes[..k]);
+            self.buf.extend_from_slice(bytes.get(..k).unwrap_or(bytes));
         }
         let done = done + n as u64;
         if done == total {
@@ -330,9 +338,10 @@ impl Framer {
             // Positions starting inside the carry.
             let mut window = std::mem::take(&mut self.buf);
             let carried = window.len();
-            window.extend_from_slice(&bytes[..bytes.len().min(probe)]);
+            window.extend_from_slice(bytes.get(..probe).unwrap_or(bytes));
             for i in 0..carried {
-                if window.len() - i < probe {
+                let tail = window.get(i..).unwrap_or_default();
+                if tail.len() < probe {
                     // Not enough bytes yet to judge this position (all of `bytes` is in
                     // the window): keep carrying.
                     self.stats.skipped_bytes += i as u64;
@@ -340,11 +349,11 @@ impl Framer {
                     self.buf = window;
                     return bytes.len();
                 }
-                if h.plausible(&window[i..]) {
+                if h.plausible(tail) {
                     self.stats.resynced += 1;
                     self.stats.skipped_bytes += i as u64;
                     self.state = State::Head { first: None };
-                    let from_carry = window[i..carried].to_vec();
+                    let from_carry = window.get(i..carried).unwrap_or_default().to_vec();
                     self.data(&from_carry, at, h);
                     return 0;
                 }
@@ -362,12 +371,13 @@ impl Framer {
             // Skip straight to the next position with the right first byte (on a snaplen-cut
             // bulk transfer, calling `plausible` at every byte was most of the framer's time).
             if let Some(b) = first {
-                match bytes[i..limit].iter().position(|&x| x == b) {
+                let ahead = bytes.get(i..limit).unwrap_or_default();
+                match ahead.iter().position(|&x| x == b) {
                     Some(k) => i += k,
                     None => break,
                 }
             }
-            if h.plausible(&bytes[i..]) {
+            if h.plausible(bytes.get(i..).unwrap_or_default()) {
                 self.stats.resynced += 1;
                 self.stats.skipped_bytes += i as u64;
                 self.state = State::Head { first: None };
@@ -379,7 +389,8 @@ impl Framer {
             self.stats.skipped_bytes += limit as u64;
             // Into the kept buffer: no allocation per segment while the framing is lost.
             self.buf.clear();
-            self.buf.extend_from_slice(&bytes[limit..]);
+            self.buf
+                .extend_from_slice(bytes.get(limit..).unwrap_or_default());
         } else {
             self.stats.skipped_bytes += bytes.len() as u64;
         }

@@ -181,13 +181,17 @@ fn kind_of(opcode: u8) -> IoKind {
 /// A checked view of a Basic Header Segment.
 #[derive(Clone, Copy, Debug)]
 pub struct BhsSlice<'a> {
-    b: &'a [u8],
+    /// The 48 header bytes: fixed offsets into an array need no runtime checks.
+    b: &'a [u8; BHS],
+    /// The bytes after the header as kept.
+    rest: &'a [u8],
 }
 
 impl<'a> BhsSlice<'a> {
     /// Needs 48 bytes.
     pub fn from_slice(b: &'a [u8]) -> Option<Self> {
-        (b.len() >= BHS).then_some(Self { b })
+        let (b, rest) = b.split_first_chunk::<BHS>()?;
+        Some(Self { b, rest })
     }
     /// Opcode (6 bits).
     pub fn opcode(&self) -> u8 {
@@ -196,6 +200,10 @@ impl<'a> BhsSlice<'a> {
     /// Byte 1 (final bit and opcode-specific flags).
     pub fn flags(&self) -> u8 {
         self.b[1]
+    }
+    /// Byte 3: the SCSI status of a SCSI Response (or of a Data-In with the S bit).
+    pub fn status(&self) -> u8 {
+        self.b[3]
     }
     /// TotalAHSLength in bytes.
     pub fn ahs_len(&self) -> usize {
@@ -217,9 +225,13 @@ impl<'a> BhsSlice<'a> {
     pub fn cdb(&self) -> &'a [u8] {
         &self.b[32..48]
     }
+    /// The SCSI opcode (first CDB byte) of a SCSI Command.
+    pub fn cdb_opcode(&self) -> u8 {
+        self.b[32]
+    }
     /// The bytes after the header as kept.
     pub fn rest(&self) -> &'a [u8] {
-        &self.b[BHS..]
+        self.rest
     }
 }
 
@@ -308,10 +320,10 @@ impl IscsiConn {
                 }
                 // S bit: the status comes with the last Data-In (phase collapse).
                 if h.flags() & 0x01 != 0 {
-                    self.complete(stream, itt, u32::from(h.b[3]), span, sink);
+                    self.complete(stream, itt, u32::from(h.status()), span, sink);
                 }
             }
-            op::SCSI_RESPONSE => self.complete(stream, h.itt(), u32::from(h.b[3]), span, sink),
+            op::SCSI_RESPONSE => self.complete(stream, h.itt(), u32::from(h.status()), span, sink),
             op::LOGIN_RESPONSE => self.login_response(h),
             op::LOGIN => self.login_keys(h.rest()),
             _ => {}
@@ -351,7 +363,7 @@ impl IscsiConn {
             done_len: None,
         });
         let p = Pending {
-            opcode: cdb[0],
+            opcode: h.cdb_opcode(),
             dir,
             span,
             io,
@@ -490,7 +502,7 @@ impl<S: StorageSink> PduHandler for IscsiDir<'_, S> {
         let known = self.conn.pending.contains_key(&h.itt());
         match h.opcode() {
             // A new command: Final bit set, a CDB opcode Wireshark knows.
-            op::SCSI_COMMAND => h.flags() & 0x80 != 0 && opcode_name(h.cdb()[0]) != "Unknown",
+            op::SCSI_COMMAND => h.flags() & 0x80 != 0 && opcode_name(h.cdb_opcode()) != "Unknown",
             op::SCSI_RESPONSE | op::DATA_IN | op::DATA_OUT | op::R2T => known,
             _ => false,
         }

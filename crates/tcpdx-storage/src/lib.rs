@@ -11,7 +11,19 @@
 //!
 //! Every parser reads only the bytes it needs from borrowed slices, keeps bounded state,
 //! and never panics on any byte stream.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Input data must never panic the library: no unwrap/expect/indexing/panic outside tests
+// (checked indexing with `get`; the few provably in-bounds cases carry their reason).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 pub mod framer;
 pub mod nfs;

@@ -119,7 +119,7 @@ impl Reassembler {
         if len == 0 {
             return;
         }
-        let captured = &captured[..captured.len().min(len as usize)];
+        let captured = captured.get(..len as usize).unwrap_or(captured);
         let next = *self.next.get_or_insert(seq);
         let end = seq + u64::from(len);
         if end <= next {
@@ -195,7 +195,7 @@ impl Reassembler {
         let at = self.available(at);
         let cap_len = captured.len() as u64;
         if skip < cap_len {
-            let bytes = &captured[skip as usize..];
+            let bytes = captured.get(skip as usize..).unwrap_or_default();
             self.stats.delivered_bytes += bytes.len() as u64;
             out.data(bytes, at, repaired);
         }

@@ -337,7 +337,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         (len <= MAX_FRAGMENT).then_some(4 + len)
     }
     fn keep_len(&self, _head: &[u8], _total: u64) -> usize {
-        4 + RECORD_KEEP.saturating_sub(self.conn.rec[self.dir.idx()].buf.len())
+        4 + RECORD_KEEP.saturating_sub(self.dir.of(&self.conn.rec).buf.len())
     }
     fn probe_len(&self) -> usize {
         28
@@ -368,9 +368,8 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
             return;
         };
         let last = mark & 0x8000_0000 != 0;
-        let body = &pdu.head[4..];
-        let i = self.dir.idx();
-        let rec = &mut self.conn.rec[i];
+        let body = pdu.head.get(4..).unwrap_or_default();
+        let rec = self.dir.of_mut(&mut self.conn.rec);
         if last && rec.first.is_none() {
             // Single-fragment record: parse in place.
             let span = Span {
@@ -385,13 +384,13 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
             return;
         }
         let room = RECORD_KEEP.saturating_sub(rec.buf.len());
-        rec.buf.extend_from_slice(&body[..body.len().min(room)]);
+        rec.buf.extend_from_slice(body.get(..room).unwrap_or(body));
         rec.first.get_or_insert(pdu.first);
         rec.bytes += pdu.len;
         rec.repaired |= pdu.repaired;
         rec.damaged |= pdu.damaged;
         if last {
-            let rec = std::mem::take(&mut self.conn.rec[i]);
+            let rec = std::mem::take(self.dir.of_mut(&mut self.conn.rec));
             let span = Span {
                 first: rec.first.unwrap_or(pdu.first),
                 last: pdu.last,
@@ -404,7 +403,7 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         }
     }
     fn lost(&mut self, at: At) {
-        self.conn.rec[self.dir.idx()] = Record::default();
+        *self.dir.of_mut(&mut self.conn.rec) = Record::default();
         self.sink.notice(&Notice::FramingLost {
             stream: self.stream,
             dir: self.dir,

@@ -68,14 +68,17 @@ pub fn command_name(code: u16) -> &'static str {
 /// A checked view of one SMB2 header and what follows it.
 #[derive(Clone, Copy, Debug)]
 pub struct HeaderSlice<'a> {
-    buf: &'a [u8],
+    /// The 64 header bytes (fixed offsets into an array need no runtime checks).
+    buf: &'a [u8; HEADER],
+    /// What follows the header.
+    body: &'a [u8],
 }
 
 impl<'a> HeaderSlice<'a> {
     /// Checks the protocol id, the structure size and that 64 bytes are there.
     pub fn from_slice(buf: &'a [u8]) -> Option<Self> {
-        (buf.len() >= HEADER && buf[..4] == *b"\xfeSMB" && le16(buf, 4) == Some(64))
-            .then_some(Self { buf })
+        let (buf, body) = buf.split_first_chunk::<HEADER>()?;
+        (buf.starts_with(b"\xfeSMB") && le16(buf, 4) == Some(64)).then_some(Self { buf, body })
     }
     fn u16_at(&self, off: usize) -> u16 {
         le16(self.buf, off).unwrap_or(0)
@@ -121,7 +124,7 @@ impl<'a> HeaderSlice<'a> {
     }
     /// The command's body (up to the next header or the end of the kept bytes).
     pub fn body(&self) -> &'a [u8] {
-        &self.buf[HEADER..]
+        self.body
     }
 }
 
@@ -401,14 +404,19 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
         4
     }
     fn pdu_len(&mut self, head: &[u8]) -> Option<u64> {
-        if !NBSS_TYPES.contains(&head[0]) {
+        let &[kind, l2, l1, l0] = head.first_chunk::<4>()?;
+        if !NBSS_TYPES.contains(&kind) {
             return None;
         }
-        let len = u64::from(head[1]) << 16 | u64::from(head[2]) << 8 | u64::from(head[3]);
+        let len = u64::from(l2) << 16 | u64::from(l1) << 8 | u64::from(l0);
         (len <= MAX_MESSAGE).then_some(4 + len)
     }
     fn keep_len(&self, head: &[u8], _total: u64) -> usize {
-        if head[0] == 0 { 4 + MESSAGE_KEEP } else { 4 }
+        if head.first() == Some(&0) {
+            4 + MESSAGE_KEEP
+        } else {
+            4
+        }
     }
     fn probe_len(&self) -> usize {
         10
@@ -418,18 +426,21 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
         Some(0)
     }
     fn plausible(&self, b: &[u8]) -> bool {
-        let len = u32::from(b[1]) << 16 | u32::from(b[2]) << 8 | u32::from(b[3]);
-        b[0] == 0
+        let Some(b8) = b.first_chunk::<8>() else {
+            return false;
+        };
+        let len = u32::from(b8[1]) << 16 | u32::from(b8[2]) << 8 | u32::from(b8[3]);
+        b8[0] == 0
             && len >= 32
             && u64::from(len) <= MAX_MESSAGE
-            && matches!(&b[4..8], b"\xfeSMB" | b"\xfdSMB" | b"\xfcSMB")
-            && (b[4] != 0xfe || le16(b, 8) == Some(64))
+            && matches!(&b8[4..8], b"\xfeSMB" | b"\xfdSMB" | b"\xfcSMB")
+            && (b8[4] != 0xfe || le16(b, 8) == Some(64))
     }
     fn pdu(&mut self, pdu: &Pdu<'_>) {
         if pdu.head.first() != Some(&0) {
             return; // session request / response / keep-alive
         }
-        let msg = &pdu.head[4..];
+        let msg = pdu.head.get(4..).unwrap_or_default();
         self.conn
             .message(self.stream, self.dir, msg, pdu.len - 4, pdu, self.sink);
     }

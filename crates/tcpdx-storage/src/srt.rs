@@ -83,8 +83,10 @@ impl Samples {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         let j = self.rng % self.seen;
-        if (j as usize) < self.cap {
-            self.v[j as usize] = x;
+        if (j as usize) < self.cap
+            && let Some(slot) = self.v.get_mut(j as usize)
+        {
+            *slot = x;
         }
     }
     /// Nearest-rank percentiles of the kept samples.
@@ -101,7 +103,7 @@ pub fn nearest_rank(v: &[i64], q: f64) -> i64 {
         return 0;
     }
     let rank = (q * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
+    v.get(rank.clamp(1, v.len()) - 1).copied().unwrap_or(0)
 }
 
 /// Running statistics of one set of response times.
@@ -396,7 +398,7 @@ pub struct SrtReport {
 }
 
 /// One protocol's timeline being built.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Timeline {
     rows: BTreeMap<i64, IntervalAcc>,
     outstanding: u64,
@@ -537,12 +539,7 @@ impl SrtCollector {
         let cap = self.cfg.samples_per_interval;
         let iv = self.cfg.interval_ns;
         let origin = self.origin.unwrap_or(ts);
-        let tl = self.timelines.entry(proto).or_insert(Timeline {
-            rows: BTreeMap::new(),
-            outstanding: 0,
-            bytes: 0,
-            last_ts: None,
-        });
+        let tl = self.timelines.entry(proto).or_default();
         let Some(mut t) = tl.last_ts else {
             tl.last_ts = Some(ts);
             return;
@@ -566,10 +563,8 @@ impl SrtCollector {
     fn row(&mut self, proto: Proto, ts: i64) -> &mut IntervalAcc {
         let i = self.idx(ts);
         let cap = self.cfg.samples_per_interval;
-        let tl = self
-            .timelines
-            .get_mut(&proto)
-            .expect("advance() creates the timeline");
+        // advance() has created the timeline already; or_default() just avoids a panic path.
+        let tl = self.timelines.entry(proto).or_default();
         tl.rows.entry(i).or_insert_with(|| IntervalAcc::new(cap))
     }
 

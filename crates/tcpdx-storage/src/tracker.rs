@@ -298,7 +298,6 @@ fn with_bytes<S: StorageSink>(
     sink: &mut S,
     f: impl FnOnce(&mut Reassembler, &mut dyn ByteSink),
 ) {
-    let i = dir.idx();
     let Conn {
         reasm,
         framers,
@@ -315,9 +314,9 @@ fn with_bytes<S: StorageSink>(
                 sink,
             };
             f(
-                &mut reasm[i],
+                dir.of_mut(reasm),
                 &mut Framed {
-                    framer: &mut framers[i],
+                    framer: dir.of_mut(framers),
                     handler: &mut h,
                 },
             );
@@ -347,10 +346,9 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         let Some(conn) = self.conns.get_mut(&stream) else {
             return;
         };
-        let i = a.dir.idx();
-        if flags.syn() && !conn.data_seen[i] {
-            conn.reasm[i].syn(a.seq);
-            conn.framers[i] = Framer::new(true);
+        if flags.syn() && !*a.dir.of(&conn.data_seen) {
+            a.dir.of_mut(&mut conn.reasm).syn(a.seq);
+            *a.dir.of_mut(&mut conn.framers) = Framer::new(true);
         }
         if flags.ack() {
             let rev = a.dir.rev();
@@ -368,7 +366,7 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         let Some(conn) = self.conns.get_mut(&stream) else {
             return;
         };
-        conn.data_seen[a.dir.idx()] = true;
+        *a.dir.of_mut(&mut conn.data_seen) = true;
         let at = At {
             frame: a.frame,
             ts: a.ts,

@@ -103,8 +103,8 @@ pub struct OpList {
 impl OpList {
     /// Appends an operation code (sets `truncated` when full).
     pub fn push(&mut self, code: u16) {
-        if usize::from(self.n) < MAX_OPS {
-            self.codes[usize::from(self.n)] = code;
+        if let Some(slot) = self.codes.get_mut(usize::from(self.n)) {
+            *slot = code;
             self.n += 1;
         } else {
             self.truncated = true;
@@ -112,7 +112,7 @@ impl OpList {
     }
     /// The codes.
     pub fn codes(&self) -> &[u16] {
-        &self.codes[..usize::from(self.n)]
+        self.codes.get(..usize::from(self.n)).unwrap_or(&self.codes)
     }
 }
 

@@ -21,7 +21,7 @@ impl<'a> Xdr<'a> {
     }
     /// The bytes not read yet.
     pub fn rest(&self) -> &'a [u8] {
-        &self.buf[self.pos.min(self.buf.len())..]
+        self.buf.get(self.pos..).unwrap_or_default()
     }
     /// Next `n` bytes.
     pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
@@ -36,8 +36,8 @@ impl<'a> Xdr<'a> {
     }
     /// An unsigned 32-bit integer.
     pub fn u32(&mut self) -> Option<u32> {
-        self.bytes(4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        let b = self.bytes(4)?.first_chunk::<4>()?;
+        Some(u32::from_be_bytes(*b))
     }
     /// An unsigned 64-bit integer (hyper).
     pub fn u64(&mut self) -> Option<u64> {
@@ -76,28 +76,27 @@ pub fn pad4(n: usize) -> usize {
 
 /// Big-endian u32 at `off`, if there.
 pub fn be32(b: &[u8], off: usize) -> Option<u32> {
-    let s = b.get(off..off.checked_add(4)?)?;
-    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    Some(u32::from_be_bytes(array_at(b, off)?))
 }
 
 /// Little-endian u16 at `off`, if there.
 pub fn le16(b: &[u8], off: usize) -> Option<u16> {
-    let s = b.get(off..off.checked_add(2)?)?;
-    Some(u16::from_le_bytes([s[0], s[1]]))
+    Some(u16::from_le_bytes(array_at(b, off)?))
 }
 
 /// Little-endian u32 at `off`, if there.
 pub fn le32(b: &[u8], off: usize) -> Option<u32> {
-    let s = b.get(off..off.checked_add(4)?)?;
-    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    Some(u32::from_le_bytes(array_at(b, off)?))
 }
 
 /// Little-endian u64 at `off`, if there.
 pub fn le64(b: &[u8], off: usize) -> Option<u64> {
-    let s = b.get(off..off.checked_add(8)?)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_le_bytes(a))
+    Some(u64::from_le_bytes(array_at(b, off)?))
+}
+
+/// The `N` bytes at `off`, if there.
+pub fn array_at<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
+    b.get(off..)?.first_chunk::<N>().copied()
 }
 
 #[cfg(test)]
