@@ -153,7 +153,20 @@ pub struct Diagnoser {
     folded: TimeBudget,
     /// [`MAX_LISTED`], or a test's smaller bound (0 means the default).
     max_listed: usize,
+    /// Streams diagnosed early because they closed (a bit per `tcp.stream`): their late
+    /// segments (a retransmitted FIN, a last ACK) are ignored.
+    closed: Vec<u64>,
+    /// Segments since the last look for closed connections.
+    since_sweep: u32,
 }
+
+/// Segments between two looks for closed, idle connections (tcpdx choice: the map walk
+/// costs well under a nanosecond per segment at this interval).
+pub const CLOSED_SWEEP_EVERY: u32 = 16_384;
+/// Capture time a closed connection stays idle before it is diagnosed and its inference
+/// state freed, so that memory follows the connections alive, not the capture's length
+/// (tcpdx choice: well past the last ACK of a FIN; late retransmissions are ignored).
+pub const CLOSED_IDLE_NS: i64 = 1_000_000_000;
 
 /// One connection's diagnosis.
 #[derive(Debug)]
@@ -206,6 +219,35 @@ impl Diagnoser {
         if self.done.len() > max + max / 4 {
             self.fold(max);
         }
+    }
+
+    /// Diagnoses and frees the connections closed and idle since `now - CLOSED_IDLE_NS`.
+    fn sweep_closed(&mut self, now: i64) {
+        let done: Vec<u32> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.is_closed() && now - c.last_ts >= CLOSED_IDLE_NS)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in done {
+            if let Some(c) = self.conns.remove(&s) {
+                let i = s as usize / 64;
+                if self.closed.len() <= i {
+                    self.closed.resize(i + 1, 0);
+                }
+                if let Some(w) = self.closed.get_mut(i) {
+                    *w |= 1 << (s % 64);
+                }
+                let d = diagnose(c);
+                self.keep(d);
+            }
+        }
+    }
+
+    fn is_closed_stream(&self, s: u32) -> bool {
+        self.closed
+            .get(s as usize / 64)
+            .is_some_and(|w| w & (1 << (s % 64)) != 0)
     }
 
     /// Folds all but the `keep` costliest connections of `done` into the counts.
@@ -285,7 +327,15 @@ impl EventSink for Diagnoser {
         self.segment_detail(a, &SegmentDetail::default());
     }
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        if self.is_closed_stream(a.stream.0) {
+            return;
+        }
         self.conns.entry(a.stream.0).or_default().on_segment(a, d);
+        self.since_sweep += 1;
+        if self.since_sweep >= CLOSED_SWEEP_EVERY {
+            self.since_sweep = 0;
+            self.sweep_closed(a.ts.0);
+        }
     }
     fn flow(&mut self, _f: &FlowSummary) {}
     fn flow_evicted(&mut self, f: &FlowSummary) {

@@ -629,3 +629,39 @@ fn beyond_the_listing_bound_connections_are_counted_not_listed() {
         "every finding is listed or counted"
     );
 }
+
+#[test]
+fn a_closed_connection_is_diagnosed_early_and_its_state_freed() {
+    // Connection 1 transfers and closes; connection 2 then runs for over a second and more
+    // than one sweep interval of segments.
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).client_sends(AUTO, 1000);
+    t.after_ms(10).server_acks(AUTO);
+    t.fin(Dir::C2S);
+    t.after_ms(1).fin(Dir::S2C);
+    t.after_ms(1).client_acks(AUTO);
+    let mut cfg = t.config().clone();
+    cfg.client_port += 1;
+    t.add_connection(cfg);
+    t.at_ms(100).handshake();
+    for i in 0..crate::CLOSED_SWEEP_EVERY {
+        let seq = t.next_seq(Dir::C2S);
+        t.at_ms(200.0 + f64::from(i) * 0.1).client_sends(seq, 100);
+    }
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut d = Diagnoser::new();
+    for f in t.frames() {
+        a.handle_frame(&f.as_frame(), &mut d);
+    }
+    let live: Vec<u32> = d.trackers().map(|c| c.stream).collect();
+    assert_eq!(live, vec![1], "the closed connection's state is freed");
+    a.handle_end(&mut d);
+    let out = d.finish();
+    let streams: Vec<u32> = out.connections.iter().map(|c| c.stream).collect();
+    assert_eq!(
+        streams,
+        vec![0, 1],
+        "both connections are diagnosed, in stream order"
+    );
+}

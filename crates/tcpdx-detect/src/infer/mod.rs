@@ -151,6 +151,10 @@ pub struct ConnTracker {
     pub endpoints: [String; 2],
     last_data_dir: Option<Dir>,
     started: bool,
+    /// A FIN was sent in each direction.
+    fin: [bool; 2],
+    /// A RST was sent.
+    rst: bool,
 }
 
 impl ConnTracker {
@@ -167,9 +171,16 @@ impl ConnTracker {
             .unwrap_or(0)
     }
 
+    /// Closed: both sides sent a FIN, or one sent a RST.
+    pub fn is_closed(&self) -> bool {
+        self.rst || self.fin == [true, true]
+    }
+
     /// One analysed segment of this connection.
     pub fn on_segment(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        const FIN: u16 = 0x01;
         const SYN: u16 = 0x02;
+        const RST: u16 = 0x04;
         const ACK: u16 = 0x10;
         let ts = a.ts.0;
         if !self.started {
@@ -189,6 +200,8 @@ impl ConnTracker {
         self.segments[dir.idx()] += 1;
         let syn = a.tcp_flags & SYN != 0;
         let ack = a.tcp_flags & ACK != 0;
+        self.fin[dir.idx()] |= a.tcp_flags & FIN != 0;
+        self.rst |= a.tcp_flags & RST != 0;
         let h = &mut self.handshake;
         if syn && !ack && dir == Dir::ClientToServer {
             h.syn.get_or_insert(ts);
