@@ -140,7 +140,7 @@ pub fn run(data: &[u8]) {
     };
     if handshake {
         for (d, flags) in [(0, 0x002), (1, 0x012), (0, 0x010)] {
-            let seg = clock.segment(&sides, d, sides[d].next.wrapping_sub(1), flags, 0, 0);
+            let seg = clock.segment(&sides, d, sides[d].next.wrapping_sub(1), flags, 0);
             tracker.sink_mut().frames = clock.frame;
             analyzer.handle_segment_with_payload(&seg, &[], &mut tracker);
         }
@@ -155,7 +155,7 @@ pub fn run(data: &[u8]) {
         clock.now_ns += i64::from(h >> 3) * 1_000_000;
         match (h >> 1) & 3 {
             kind::ACK => {
-                let seg = clock.segment(&sides, d, sides[d].next, 0x010, 0, 0);
+                let seg = clock.segment(&sides, d, sides[d].next, 0x010, 0);
                 tracker.sink_mut().frames = clock.frame;
                 analyzer.handle_segment_with_payload(&seg, &[], &mut tracker);
                 continue;
@@ -166,7 +166,7 @@ pub fn run(data: &[u8]) {
         }
         for part in bytes.chunks(MSS) {
             let start = sides[d].next;
-            let seg = clock.segment(&sides, d, start, 0x018, part.len() as u32, 0);
+            let seg = clock.segment(&sides, d, start, 0x018, part.len() as u32);
             let end = start.wrapping_add(part.len() as u32);
             if SeqNum(end).is_after(SeqNum(sides[d].next)) {
                 sides[d].next = end;
@@ -202,15 +202,7 @@ struct Clock {
 
 impl Clock {
     /// A segment from side `d` to the other side, acknowledging all the peer sent.
-    fn segment(
-        &mut self,
-        sides: &[Side; 2],
-        d: usize,
-        seq: u32,
-        flags: u16,
-        len: u32,
-        window_shift: u8,
-    ) -> Segment {
+    fn segment(&mut self, sides: &[Side; 2], d: usize, seq: u32, flags: u16, len: u32) -> Segment {
         self.frame += 1;
         self.now_ns += 1_000;
         let (me, peer) = (sides[d], sides[1 - d]);
@@ -227,7 +219,7 @@ impl Clock {
             seq: SeqNum(seq),
             ack: SeqNum(if flags == 0x002 { 0 } else { peer.next }),
             flags: TcpFlags(if flags == 0x002 { flags } else { flags | 0x010 }),
-            window: 0xffff >> window_shift,
+            window: 0xffff,
             len,
             options,
         }

@@ -142,7 +142,7 @@ pub fn sort_findings(f: &mut [Finding]) {
 
 /// Consumes the core's events and diagnoses every connection at the end (or when the core
 /// evicts it under `--max-flows`, so that its inference state is freed early).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Diagnoser {
     /// Trackers by stream (Fx: one lookup per segment, SipHash cost 6% of `diagnose`).
     conns: FxHashMap<u32, ConnTracker>,
@@ -151,7 +151,7 @@ pub struct Diagnoser {
     /// Connections folded away from `done` (bounded memory), and their time.
     unlisted: Unlisted,
     folded: TimeBudget,
-    /// [`MAX_LISTED`], or a test's smaller bound (0 means the default).
+    /// Connections listed at most: [`MAX_LISTED`], or a test's smaller bound.
     max_listed: usize,
     /// Streams diagnosed early because they closed (a bit per `tcp.stream`): their late
     /// segments (a retransmitted FIN, a last ACK) are ignored.
@@ -192,22 +192,19 @@ impl Diagnosed {
 impl Diagnoser {
     /// A new diagnoser.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_max_listed(MAX_LISTED)
     }
 
     /// A diagnoser listing at most `n` connections (tests; the default is [`MAX_LISTED`]).
     pub fn with_max_listed(n: usize) -> Self {
         Self {
+            conns: FxHashMap::default(),
+            done: Vec::new(),
+            unlisted: Unlisted::default(),
+            folded: TimeBudget::default(),
             max_listed: n.max(1),
-            ..Self::default()
-        }
-    }
-
-    fn max_listed(&self) -> usize {
-        if self.max_listed == 0 {
-            MAX_LISTED
-        } else {
-            self.max_listed
+            closed: Vec::new(),
+            since_sweep: 0,
         }
     }
 
@@ -215,7 +212,7 @@ impl Diagnoser {
     /// (amortised: each fold removes a quarter of the bound, each connection once).
     fn keep(&mut self, d: Diagnosed) {
         self.done.push(d);
-        let max = self.max_listed();
+        let max = self.max_listed;
         if self.done.len() > max + max / 4 {
             self.fold(max);
         }
@@ -284,7 +281,7 @@ impl Diagnoser {
             let d = diagnose(c);
             self.keep(d);
         }
-        self.fold(self.max_listed());
+        self.fold(self.max_listed);
         let mut all = self.done;
         // Stable: a connection that resumed after eviction keeps its two parts in order.
         all.sort_by_key(|d| d.stream);
@@ -319,6 +316,12 @@ fn diagnose(mut c: ConnTracker) -> Diagnosed {
         findings,
         inference,
         budget,
+    }
+}
+
+impl Default for Diagnoser {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
