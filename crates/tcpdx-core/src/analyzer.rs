@@ -326,6 +326,8 @@ impl Analyzer {
             if idle > limit {
                 c.expire();
                 self.stats.expired += 1;
+            } else if c.is_closed() && idle > self.cfg.freeze_closed_ns {
+                c.freeze_rtt();
             }
         }
     }

@@ -8,6 +8,10 @@ pub struct AnalyzerConfig {
     pub max_unacked_segments: usize,
     /// Capture time after which a closed (FIN both ways, or RST) connection's heavy state is freed.
     pub expire_closed_ns: i64,
+    /// Capture time after which a closed connection's RTT reservoir is reduced to its
+    /// quantiles (nothing more to measure: a finished connection then costs ~1 KB, not
+    /// the reservoir's 16 KB).
+    pub freeze_closed_ns: i64,
     /// Capture time after which an idle open connection's heavy state is freed.
     pub expire_idle_ns: i64,
     /// How often (in frames) to sweep for expired connections.
@@ -31,6 +35,7 @@ impl Default for AnalyzerConfig {
         Self {
             max_unacked_segments: 10_000,
             expire_closed_ns: 60_000_000_000,
+            freeze_closed_ns: 1_000_000_000,
             expire_idle_ns: 600_000_000_000,
             sweep_every_frames: 65_536,
             rtt_reservoir: 2_048,

@@ -170,3 +170,32 @@ fn synack_with_new_isn_on_an_evicted_tuple_restarts_numbering() {
     assert!(last.flags.to_string().contains("reused_ports"));
     assert_eq!(last.seq, 0, "new ISN is relative 0");
 }
+
+/// A closed connection's RTT reservoir is reduced to its quantiles once it has been idle
+/// for `freeze_closed_ns`; its summary is unchanged by that.
+#[test]
+fn closed_connection_rtt_reservoir_is_frozen_with_the_same_summary() {
+    const FIN_ACK: u16 = TcpFlags::FIN | TcpFlags::ACK;
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut s = Sink::default();
+    open(&mut a, &mut s, 1, 4000);
+    // The server acknowledges the data (an RTT sample), then both sides close.
+    for x in [
+        seg(5, 4000, false, 5001, 1101, ACK, 0),
+        seg(6, 4000, true, 1101, 5001, FIN_ACK, 0),
+        seg(7, 4000, false, 5001, 1102, FIN_ACK, 0),
+        seg(8, 4000, true, 1102, 5002, ACK, 0),
+    ] {
+        a.handle_segment(&x, &mut s);
+    }
+    let summary = |a: &Analyzer| a.connections()[0].summary();
+    let before = summary(&a);
+    assert!(before.dirs[0].rtt.is_some(), "{before:?}");
+    let frozen = |a: &Analyzer| a.connections()[0].stats.iter().all(|d| d.rtt.is_frozen());
+    // Not idle long enough yet.
+    a.sweep(Timestamp(8_000_000 + 500_000_000));
+    assert!(!frozen(&a));
+    a.sweep(Timestamp(8_000_000 + 2_000_000_000));
+    assert!(frozen(&a));
+    assert_eq!(summary(&a), before);
+}

@@ -304,6 +304,9 @@ impl Diagnoser {
 /// Runs the detectors over one connection.
 fn diagnose(mut c: ConnTracker) -> Diagnosed {
     c.finish();
+    for s in &mut c.senders {
+        s.rounds.decode_all();
+    }
     let budget = budget::connection_budget(&c);
     let cx = ConnContext::new(&c, &budget);
     let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();

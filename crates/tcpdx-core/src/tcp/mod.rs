@@ -330,6 +330,15 @@ impl Connection {
         self.expired = true;
     }
 
+    /// Reduces the RTT reservoirs to their quantiles (a closed connection measures no more).
+    pub fn freeze_rtt(&mut self) {
+        for s in &mut self.stats {
+            if !s.rtt.is_frozen() {
+                s.rtt.freeze();
+            }
+        }
+    }
+
     /// The connection's summary.
     pub fn summary(&self) -> FlowSummary {
         let mut stats = self.stats.clone();

@@ -13,6 +13,9 @@ pub struct RttSamples {
     min: Option<i64>,
     max: Option<i64>,
     rng: u64,
+    /// Median and p95 taken when the reservoir was freed ([`Self::freeze`]); samples added
+    /// later still count in `count`, `min` and `max`.
+    frozen: Option<(i64, i64)>,
 }
 
 impl RttSamples {
@@ -21,6 +24,9 @@ impl RttSamples {
         self.count += 1;
         self.min = Some(self.min.map_or(ns, |m| m.min(ns)));
         self.max = Some(self.max.map_or(ns, |m| m.max(ns)));
+        if self.frozen.is_some() {
+            return;
+        }
         if self.samples.len() < cap {
             self.samples.push(ns);
             return;
@@ -41,28 +47,39 @@ impl RttSamples {
     /// Summary: min, median, p95, max.
     pub fn summary(&self) -> Option<RttSummary> {
         let (min, max) = (self.min?, self.max?);
-        let mut s = self.samples.clone();
-        s.sort_unstable();
-        // An empty reservoir (capacity 0) falls back to the exact extremes.
-        let q = |p: f64| {
-            let i = (s.len().saturating_sub(1) as f64 * p).round() as usize;
-            s.get(i).copied().unwrap_or(if p < 0.5 { min } else { max })
+        let (median_ns, p95_ns) = match self.frozen {
+            Some(q) => q,
+            None => {
+                let mut s = self.samples.clone();
+                s.sort_unstable();
+                // An empty reservoir (capacity 0) falls back to the exact extremes.
+                let q = |p: f64| {
+                    let i = (s.len().saturating_sub(1) as f64 * p).round() as usize;
+                    s.get(i).copied().unwrap_or(if p < 0.5 { min } else { max })
+                };
+                (q(0.5), q(0.95))
+            }
         };
         Some(RttSummary {
             count: self.count,
             min_ns: min,
-            median_ns: q(0.5),
-            p95_ns: q(0.95),
+            median_ns,
+            p95_ns,
             max_ns: max,
         })
     }
-    /// Frees the reservoir, keeping the summary (for expired connections).
+    /// True once [`Self::freeze`] freed the reservoir.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.is_some()
+    }
+    /// Frees the reservoir, keeping its quantiles (connections closed or expired: later
+    /// samples, rare there, update the count and extremes only).
     pub fn freeze(&mut self) -> Option<RttSummary> {
         let s = self.summary();
         if let Some(sum) = &s {
-            self.samples = vec![sum.median_ns, sum.p95_ns];
-            self.samples.shrink_to_fit();
+            self.frozen = Some((sum.median_ns, sum.p95_ns));
         }
+        self.samples = Vec::new();
         s
     }
 }
@@ -220,5 +237,26 @@ mod tests {
         assert_eq!(s.min_ns, 1000);
         assert_eq!(s.max_ns, 10_999);
         assert!((s.median_ns - 6000).abs() < 1500, "median {}", s.median_ns);
+    }
+
+    #[test]
+    fn freezing_keeps_the_quantiles() {
+        let mut r = RttSamples::default();
+        for i in 0..1000 {
+            r.add(i * 10, 2048);
+        }
+        let before = r.summary().unwrap();
+        assert_eq!(r.freeze(), Some(before));
+        assert!(r.is_frozen());
+        assert_eq!(r.summary(), Some(before));
+        // A late sample moves the exact figures only.
+        r.add(1_000_000, 2048);
+        let after = r.summary().unwrap();
+        assert_eq!(after.count, 1001);
+        assert_eq!(after.max_ns, 1_000_000);
+        assert_eq!(
+            (after.median_ns, after.p95_ns),
+            (before.median_ns, before.p95_ns)
+        );
     }
 }

@@ -37,7 +37,11 @@ fn ramp(s: &SenderState, e: &LossEpisode, bdp: f64, until: i64) -> (usize, f64, 
     let (mut secs, mut bytes) = (0.0, 0u64);
     let (mut first, mut last) = (0, 0);
     let complete = s.rounds.len().saturating_sub(1);
-    for r in s.rounds.iter().take(complete).skip(e.next_round) {
+    for r in s
+        .rounds
+        .iter_from(e.next_round)
+        .take(complete.saturating_sub(e.next_round))
+    {
         if r.start >= until || r.in_recovery || r.rwnd_limited {
             break;
         }
@@ -133,10 +137,12 @@ pub fn collapses<'a>(cx: &ConnContext<'a>) -> Vec<Collapse<'a>> {
         let burst = e.real_losses() >= BURST_MIN_LOSSES;
         // A single loss must also look like a multiplicative decrease (a restart from one
         // segment is slow start again, and the delayed-ACK detectors cost it).
-        let shallow = queue_overflow(s, e, cx.rtt)
+        // The walk over the rounds before the loss comes last: it is the costly test.
+        let shallow = !burst
             && bdp > 0.0
             && f64::from(first) <= FAR_BELOW_BDP_SHARE * bdp
-            && f64::from(first) >= DECREASE_MIN_SHARE * f64::from(e.window_before);
+            && f64::from(first) >= DECREASE_MIN_SHARE * f64::from(e.window_before)
+            && queue_overflow(s, e, cx.rtt);
         if !burst && !shallow {
             continue;
         }

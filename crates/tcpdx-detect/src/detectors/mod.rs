@@ -190,7 +190,7 @@ pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until:
         return 0.0;
     }
     let mut lost = 0.0;
-    for r in s.rounds.iter().skip(first_round) {
+    for r in s.rounds.iter_from(first_round) {
         if r.start >= until || r.in_recovery {
             break;
         }

@@ -18,7 +18,7 @@ pub const RWND_MIN_ROUND_SHARE: f64 = 0.2;
 pub const AT_MAX_WINDOW_SHARE: f64 = 0.9;
 
 /// Round trips limited by a window the receiver no longer grows.
-fn stuck(s: &crate::infer::SenderState) -> impl Iterator<Item = &crate::infer::Round> {
+fn stuck(s: &crate::infer::SenderState) -> impl Iterator<Item = crate::infer::Round> + '_ {
     let cap = s.max_rcv_window as f64 * AT_MAX_WINDOW_SHARE;
     s.rounds
         .iter()

@@ -2,8 +2,10 @@
 //! (RTT, its split around the capture point, options, SYN retransmissions) and the
 //! connection's silent gaps.
 
+pub mod rounds;
 pub mod sender;
 
+pub use rounds::Rounds;
 pub use sender::{
     DelackPause, LossEpisode, NaglePause, RecoveryKind, Round, RtoStall, SenderState, Spurious,
     ZeroWindow,
@@ -297,10 +299,13 @@ pub const CA_MAX_GROWTH_SEGMENTS: i64 = 3;
 
 /// Counts slow-start and congestion-avoidance rounds (rounds in recovery, limited by the
 /// receiver's window, or too small to say are skipped).
-pub fn phases(rounds: &[Round]) -> (usize, usize) {
+pub fn phases(rounds: &Rounds) -> (usize, usize) {
     let (mut ss, mut ca) = (0, 0);
-    for w in rounds.windows(2) {
-        let (p, c) = (&w[0], &w[1]);
+    let mut prev: Option<Round> = None;
+    for c in rounds {
+        let Some(p) = prev.replace(c) else {
+            continue;
+        };
         if p.in_recovery || c.in_recovery || c.rwnd_limited || p.pkts < 2 {
             continue;
         }

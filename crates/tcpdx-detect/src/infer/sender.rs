@@ -8,6 +8,7 @@
 //! periods, spurious retransmissions (D-SACK, Wireshark's flag) and the receiver's ACK
 //! behaviour. Memory is bounded: every list is capped (the counts stay exact).
 
+use super::Rounds;
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
 
 /// Rounds kept per direction (tcpdx choice: a 1-hour transfer at 36 ms RTT).
@@ -345,7 +346,7 @@ pub struct SenderState {
     /// Duplicate-ACK runs that ended without a retransmission (reordering absorbed).
     pub dupack_runs_without_retx: u32,
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
-    pub rounds: Vec<Round>,
+    pub rounds: Rounds,
     /// Loss-recovery episodes (capped).
     pub episodes: Vec<LossEpisode>,
     /// Number of loss-recovery episodes (exact).
@@ -780,8 +781,8 @@ impl SenderState {
                 max_in_flight: self.round.max_in_flight,
             };
             // A round in which nothing was sent says nothing about the window.
-            if r.pkts > 0 {
-                push_capped(&mut self.rounds, r, MAX_ROUNDS);
+            if r.pkts > 0 && self.rounds.len() < MAX_ROUNDS {
+                self.rounds.push(r);
             }
             self.round = if self.snd_nxt > ack {
                 RoundAcc {
@@ -1046,7 +1047,7 @@ impl SenderState {
         self.rounds
             .iter()
             .filter(|r| r.pkts >= RATE_MIN_PKTS && !r.in_recovery && r.duration() >= min_dur)
-            .map(Round::delivery_bps)
+            .map(|r| r.delivery_bps())
             .fold(0.0, f64::max)
     }
 
