@@ -30,7 +30,11 @@ use tcpdx_core::{
 };
 use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing};
 use tcpdx_report::{CsvTail, Line};
-use tcpdx_storage::{Diagnosing, Recorded, Recorder, StorageConfig, StorageSink, Tracker};
+use tcpdx_storage::findings::TcpLogs;
+use tcpdx_storage::{
+    Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
+    Transaction,
+};
 use tcpdx_wire::{FrameNo, Timestamp, decode};
 
 use crate::progress::Progress;
@@ -116,10 +120,39 @@ enum WorkerMsg {
 /// What a worker's diagnoser and storage tracker leave at the end.
 struct Tail {
     listing: Option<Listing>,
+    tcp_logs: Option<TcpLogs>,
     /// The tracker's last events (unanswered requests), in its stream order.
     finish: Vec<Recorded>,
     /// Frame and time of the last segment the tracker saw.
     last: Option<(FrameNo, Timestamp)>,
+}
+
+/// What a worker's storage tracker pushes into: events for the merging thread, but the
+/// TCP logs of each connection, which depend on it alone, are kept here (`diagnose`) or
+/// dropped (`srt`, whose reports do not read them): a per-segment event less to send.
+struct WorkerStorage {
+    rec: Recorder,
+    logs: Option<TcpLogs>,
+}
+
+impl StorageSink for WorkerStorage {
+    fn transaction(&mut self, t: &Transaction) {
+        self.rec.transaction(t);
+    }
+    fn notice(&mut self, n: &Notice) {
+        self.rec.notice(n);
+    }
+    fn request(&mut self, r: &Request) {
+        self.rec.request(r);
+    }
+    fn start(&mut self, ts: Timestamp) {
+        self.rec.start(ts);
+    }
+    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
+        if let Some(logs) = &mut self.logs {
+            logs.segment(a);
+        }
+    }
 }
 
 /// What the reader thread hands back at the end.
@@ -140,10 +173,18 @@ pub struct Parallel {
     pub reader: ReaderEnd,
     /// Input counters over every analyzer.
     pub stats: InputStats,
-    /// [`Plan::Diagnose`]: the TCP diagnosis of every connection, in global stream numbers.
+    /// What the storage plans' workers leave, merged.
+    pub parts: Parts,
+}
+
+/// The merged results of the storage plans' workers, in global stream numbers.
+#[derive(Default)]
+pub struct Parts {
+    /// [`Plan::Diagnose`]: the TCP diagnosis of every connection.
     pub listing: Option<Listing>,
-    /// [`Plan::Storage`] and [`Plan::Diagnose`]: time of the last segment the storage
-    /// trackers saw (what a single tracker's `last_ts` gives).
+    /// [`Plan::Diagnose`]: the storage connections' TCP logs (for the storage evidence).
+    pub tcp_logs: Option<TcpLogs>,
+    /// Time of the last segment the storage trackers saw (a single tracker's `last_ts`).
     pub last_segment_ts: Option<Timestamp>,
 }
 
@@ -326,8 +367,8 @@ fn read_and_route(
 /// A worker's own diagnoser and storage tracker (storage plans).
 enum Local {
     None,
-    Diagnose(Box<Diagnosing<Recorder>>),
-    Storage(Tracker<Recorder>),
+    Diagnose(Box<Diagnosing<WorkerStorage>>),
+    Storage(Tracker<WorkerStorage>),
 }
 
 impl Local {
@@ -336,9 +377,18 @@ impl Local {
             Plan::Diagnose => Local::Diagnose(Box::new(Diagnosing::with_parts(
                 Diagnoser::new().swept_by_caller(),
                 cfg.clone(),
-                Recorder::default(),
+                WorkerStorage {
+                    rec: Recorder::default(),
+                    logs: Some(TcpLogs::default()),
+                },
             ))),
-            Plan::Storage => Local::Storage(Tracker::new(cfg.clone(), Recorder::default())),
+            Plan::Storage => Local::Storage(Tracker::new(
+                cfg.clone(),
+                WorkerStorage {
+                    rec: Recorder::default(),
+                    logs: None,
+                },
+            )),
             _ => Local::None,
         }
     }
@@ -355,8 +405,8 @@ impl Local {
     fn events(&mut self) -> Option<&mut Vec<Recorded>> {
         match self {
             Local::None => None,
-            Local::Diagnose(d) => Some(&mut d.tracker_mut().sink_mut().events),
-            Local::Storage(t) => Some(&mut t.sink_mut().events),
+            Local::Diagnose(d) => Some(&mut d.tracker_mut().sink_mut().rec.events),
+            Local::Storage(t) => Some(&mut t.sink_mut().rec.events),
         }
     }
 
@@ -371,9 +421,11 @@ impl Local {
             Local::Storage(t) => (None, t),
         };
         tracker.finish();
+        let sink = tracker.into_sink();
         Some(Box::new(Tail {
             listing,
-            finish: tracker.into_sink().events,
+            tcp_logs: sink.logs,
+            finish: sink.rec.events,
             last,
         }))
     }
@@ -694,7 +746,7 @@ pub fn run<S: EventSink, T: StorageSink>(
             .map_err(|_| anyhow::anyhow!("the capture reader thread panicked"))?;
         let mut stats = end.stats.clone();
         let mut flows = Vec::new();
-        let mut listing: Option<Listing> = None;
+        let mut parts = Parts::default();
         let mut finish = Vec::new();
         let mut last: Option<(FrameNo, Timestamp)> = None;
         for (w, rx) in from_workers.iter().enumerate() {
@@ -713,15 +765,23 @@ pub fn run<S: EventSink, T: StorageSink>(
                     let Some(tail) = tail else { continue };
                     let Tail {
                         listing: l,
+                        tcp_logs,
                         finish: events,
                         last: l_last,
                     } = *tail;
                     if let Some(mut l) = l {
                         l.renumber(|s| ids.get(w, s));
-                        match &mut listing {
+                        match &mut parts.listing {
                             Some(all) => all.merge(l),
-                            None => listing = Some(l),
+                            None => parts.listing = Some(l),
                         }
+                    }
+                    if let Some(mut logs) = tcp_logs {
+                        logs.renumber(|s| StreamId(ids.get(w, s.0)));
+                        parts
+                            .tcp_logs
+                            .get_or_insert_with(TcpLogs::default)
+                            .merge(logs);
                     }
                     for mut e in events {
                         e.renumber(|s| StreamId(ids.get(w, s.0)));
@@ -747,11 +807,11 @@ pub fn run<S: EventSink, T: StorageSink>(
                 e.replay(storage);
             }
         }
+        parts.last_segment_ts = last.map(|(_, ts)| ts);
         Ok(Parallel {
             reader: end,
             stats,
-            listing,
-            last_segment_ts: last.map(|(_, ts)| ts),
+            parts,
         })
     })
 }

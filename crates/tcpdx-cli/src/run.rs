@@ -8,9 +8,7 @@ use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning,
 };
 
-use tcpdx_detect::Listing;
 use tcpdx_storage::{StorageConfig, StorageSink};
-use tcpdx_wire::Timestamp;
 
 use crate::cmd;
 use crate::flags::{Cli, Command, Common};
@@ -98,10 +96,8 @@ pub struct Outcome {
     pub first_ts_ns: i64,
     /// The analyzer's input counters (evictions among them).
     pub stats: tcpdx_core::InputStats,
-    /// [`Plan::Diagnose`] on several threads: the TCP diagnosis.
-    pub listing: Option<Listing>,
-    /// Storage plans on several threads: time of the last segment the trackers saw.
-    pub last_segment_ts: Option<Timestamp>,
+    /// What the storage plans' workers leave ([`analyze_storage`]).
+    pub parts: parallel::Parts,
 }
 
 /// Opens the capture named on the command line (bad input is an error naming the byte).
@@ -184,8 +180,7 @@ fn end_parallel(par: parallel::Parallel, warnings: &[Warning], common: &Common) 
     Ok(Outcome {
         first_ts_ns: par.reader.first_ts.map_or(0, |t| t.0),
         stats: par.stats,
-        listing: par.listing,
-        last_segment_ts: par.last_segment_ts,
+        parts: par.parts,
     })
 }
 
@@ -272,8 +267,7 @@ fn analyze_single<S: EventSink>(
     Ok(Outcome {
         first_ts_ns: first_ts_ns.unwrap_or(0),
         stats: analyzer.stats().clone(),
-        listing: None,
-        last_segment_ts: None,
+        parts: parallel::Parts::default(),
     })
 }
 

@@ -199,14 +199,12 @@ impl Diagnoser {
     /// Diagnoses and frees the connections closed and idle since `now_ns - CLOSED_IDLE_NS`
     /// (capture time in ns); their later segments are ignored.
     pub fn sweep(&mut self, now_ns: i64) {
-        let mut done: Vec<u32> = self
+        let done: Vec<u32> = self
             .conns
             .iter()
             .filter(|(_, c)| c.is_closed() && now_ns - c.last_ts >= CLOSED_IDLE_NS)
             .map(|(s, _)| *s)
             .collect();
-        // Stream order, not the map's: the listing then grows the same way every run.
-        done.sort_unstable();
         for s in done {
             if let Some(c) = self.conns.remove(&s) {
                 let i = s as usize / 64;
@@ -235,10 +233,8 @@ impl Diagnoser {
     /// Diagnoses every connection still open; the listing of all, to merge with other
     /// diagnosers' ([`Listing::merge`]) or to finish ([`Listing::into_diagnosis`]).
     pub fn into_listing(mut self) -> Listing {
-        let mut open: Vec<(u32, ConnTracker)> =
-            std::mem::take(&mut self.conns).into_iter().collect();
-        open.sort_unstable_by_key(|(s, _)| *s);
-        for (_, c) in open {
+        // In the map's order: the listing's result does not depend on the order of keeps.
+        for c in std::mem::take(&mut self.conns).into_values() {
             self.listing.keep(diagnose(c));
         }
         self.listing

@@ -29,7 +29,11 @@ pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
             &mut evidence,
             |_| false,
         )?;
-        let mut d = out.listing.map(Listing::into_diagnosis).unwrap_or_default();
+        if let Some(logs) = out.parts.tcp_logs {
+            evidence.add_tcp_logs(logs);
+        }
+        let listing = out.parts.listing;
+        let mut d = listing.map(Listing::into_diagnosis).unwrap_or_default();
         add_findings(&evidence, &mut d);
         return Ok(d);
     }

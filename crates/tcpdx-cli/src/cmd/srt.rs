@@ -61,7 +61,7 @@ pub fn run(a: &SrtArgs) -> Result<ExitCode> {
             &mut collector,
             |_| false,
         )?;
-        collector.report(out.last_segment_ts)
+        collector.report(out.parts.last_segment_ts)
     } else {
         let mut tracker = Tracker::new(cfg, SrtCollector::new(srt));
         analyze_with(
