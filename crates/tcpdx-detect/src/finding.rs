@@ -259,11 +259,17 @@ impl Finding {
             return;
         };
         self.stream = Some(to);
-        let prefix = format!("tcp.stream == {from}");
-        if let Some(rest) = self.wireshark_filter.strip_prefix(&prefix)
-            && !rest.starts_with(|c: char| c.is_ascii_digit())
-        {
-            self.wireshark_filter = format!("tcp.stream == {to}{rest}");
+        if from == to {
+            return;
+        }
+        const PREFIX: &str = "tcp.stream == ";
+        let Some(tail) = self.wireshark_filter.strip_prefix(PREFIX) else {
+            return;
+        };
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if tail.get(..digits).and_then(|d| d.parse::<u32>().ok()) == Some(from) {
+            let rest = tail.get(digits..).unwrap_or_default();
+            self.wireshark_filter = format!("{PREFIX}{to}{rest}");
         }
     }
 
