@@ -7,6 +7,14 @@
 //! single analyzer numbers them, and broadcasts the single analyzer's expiry sweeps to every
 //! worker at the same frames, so every output is identical whatever the thread count
 //! (crates/tcpdx-cli/tests/threads.rs checks it).
+//!
+//! `diagnose` and `srt` ([`Plan::Diagnose`], [`Plan::Storage`]) run the per-connection work
+//! in the workers too: each has its own TCP diagnoser and storage tracker beside its
+//! analyzer (the reader copies the payloads the storage parsers may read into the batch).
+//! The trackers' events are recorded and replayed on the merging thread in capture order,
+//! and the diagnosers' listings are renumbered and merged at the end
+//! ([`tcpdx_detect::Listing`]); their looks for closed connections are broadcast at the
+//! segments where a single diagnoser would look, so the result is the single-thread one.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,8 +28,14 @@ use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowSummary, FrameInput, InputStats, SegmentAnalysis,
     SegmentDetail, StreamId, Warning,
 };
+use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing};
 use tcpdx_report::{CsvTail, Line};
-use tcpdx_wire::{FrameNo, Timestamp};
+use tcpdx_storage::findings::TcpLogs;
+use tcpdx_storage::{
+    Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
+    Transaction,
+};
+use tcpdx_wire::{FrameNo, Timestamp, decode};
 
 use crate::progress::Progress;
 
@@ -45,12 +59,34 @@ pub enum Plan {
         /// Only rows with at least one analysis flag.
         flagged: bool,
     },
+    /// A TCP diagnoser and a storage tracker per worker (`diagnose`); needs the storage
+    /// configuration, and no `--stream` filter (workers do not know the global numbers).
+    Diagnose,
+    /// A storage tracker per worker (`srt`); same needs.
+    Storage,
+}
+
+impl Plan {
+    fn storage(self) -> bool {
+        matches!(self, Plan::Diagnose | Plan::Storage)
+    }
 }
 
 enum Work {
     Origin(Timestamp),
-    Input(FrameInput),
+    /// A frame, and where its payload is in the batch's bytes (empty if not copied).
+    Input(FrameInput, usize, usize),
     Sweep(Timestamp),
+    /// Look for closed connections in the diagnosers.
+    DiagnoserSweep(Timestamp),
+}
+
+/// One worker's share of a batch of frames.
+#[derive(Default)]
+struct Batch {
+    work: Vec<Work>,
+    /// Payloads of the segments the storage parsers may read.
+    bytes: Vec<u8>,
 }
 
 // Unboxed: boxing would allocate per segment; the item vectors are recycled per batch.
@@ -61,6 +97,7 @@ enum Out {
     Row { frame: u64, local: u32, end: usize },
     Warning(Warning),
     Evicted(Box<FlowSummary>),
+    Storage(Recorded),
 }
 
 /// One worker's output for one batch: `ends[i]` is where the items of its i-th frame end.
@@ -76,7 +113,46 @@ enum WorkerMsg {
     End {
         flows: Vec<FlowSummary>,
         stats: InputStats,
+        tail: Option<Box<Tail>>,
     },
+}
+
+/// What a worker's diagnoser and storage tracker leave at the end.
+struct Tail {
+    listing: Option<Listing>,
+    tcp_logs: Option<TcpLogs>,
+    /// The tracker's last events (unanswered requests), in its stream order.
+    finish: Vec<Recorded>,
+    /// Frame and time of the last segment the tracker saw.
+    last: Option<(FrameNo, Timestamp)>,
+}
+
+/// What a worker's storage tracker pushes into: events for the merging thread, but the
+/// TCP logs of each connection, which depend on it alone, are kept here (`diagnose`) or
+/// dropped (`srt`, whose reports do not read them): a per-segment event less to send.
+struct WorkerStorage {
+    rec: Recorder,
+    logs: Option<TcpLogs>,
+}
+
+impl StorageSink for WorkerStorage {
+    fn transaction(&mut self, t: &Transaction) {
+        self.rec.transaction(t);
+    }
+    fn notice(&mut self, n: &Notice) {
+        self.rec.notice(n);
+    }
+    fn request(&mut self, r: &Request) {
+        self.rec.request(r);
+    }
+    fn start(&mut self, ts: Timestamp) {
+        self.rec.start(ts);
+    }
+    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
+        if let Some(logs) = &mut self.logs {
+            logs.segment(a);
+        }
+    }
 }
 
 /// What the reader thread hands back at the end.
@@ -97,6 +173,50 @@ pub struct Parallel {
     pub reader: ReaderEnd,
     /// Input counters over every analyzer.
     pub stats: InputStats,
+    /// What the storage plans' workers leave, merged.
+    pub parts: Parts,
+}
+
+/// The merged results of the storage plans' workers, in global stream numbers.
+#[derive(Default)]
+pub struct Parts {
+    /// [`Plan::Diagnose`]: the TCP diagnosis of every connection.
+    pub listing: Option<Listing>,
+    /// [`Plan::Diagnose`]: the storage connections' TCP logs (for the storage evidence).
+    pub tcp_logs: Option<TcpLogs>,
+    /// Time of the last segment the storage trackers saw (a single tracker's `last_ts`).
+    pub last_segment_ts: Option<Timestamp>,
+}
+
+/// What the run does besides the analysis.
+pub struct Job<'a> {
+    /// Analysis threads.
+    pub threads: usize,
+    /// What the workers send back.
+    pub plan: Plan,
+    /// `--stream` (applied on the merging thread; empty under the storage plans).
+    pub streams: &'a [u32],
+    /// `--port` (applied in the workers).
+    pub ports: &'a [u16],
+    /// The storage parsers' configuration (storage plans).
+    pub storage: StorageConfig,
+    /// Progress bar.
+    pub progress: Option<Progress>,
+}
+
+/// What the reader does besides routing frames.
+struct Routing {
+    sweep_every: u64,
+    /// Copy the payloads these parsers may read.
+    payloads: Option<StorageConfig>,
+    /// Count the segments a diagnoser sees (these ports, all if empty) to broadcast its
+    /// sweeps.
+    diagnoser_ports: Option<Vec<u16>>,
+}
+
+/// True if a connection between these ports passes `--port`.
+fn port_ok(ports: &[u16], a: u16, b: u16) -> bool {
+    ports.is_empty() || ports.contains(&a) || ports.contains(&b)
 }
 
 /// The worker of a connection: both directions hash alike.
@@ -116,29 +236,32 @@ fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
 
 fn read_and_route(
     mut reader: CaptureReader,
-    workers: Vec<SyncSender<Vec<Work>>>,
-    recycled: Receiver<Vec<Work>>,
+    workers: Vec<SyncSender<Batch>>,
+    recycled: Receiver<Batch>,
     routes: SyncSender<Vec<u8>>,
     stop: &AtomicBool,
     progress: Option<Progress>,
-    sweep_every: u64,
+    routing: Routing,
 ) -> ReaderEnd {
     let n = workers.len();
-    let mut bufs: Vec<Vec<Work>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
+    let fresh = || Batch {
+        work: Vec::with_capacity(BATCH),
+        bytes: Vec::new(),
+    };
+    let mut bufs: Vec<Batch> = (0..n).map(|_| fresh()).collect();
     let mut route: Vec<u8> = Vec::with_capacity(BATCH);
     let mut stats = InputStats::default();
     let mut first_ts = None;
     let mut error = None;
     let mut since_sweep = 0u64;
+    let mut since_diag_sweep = 0u32;
     let mut in_batch = 0usize;
     let mut frames = 0u64;
-    let flush = |bufs: &mut Vec<Vec<Work>>, route: &mut Vec<u8>| -> bool {
+    let flush = |bufs: &mut Vec<Batch>, route: &mut Vec<u8>| -> bool {
         for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
             // Reuse the vectors workers hand back: a fresh large one per batch costs page faults.
-            let fresh = recycled
-                .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-            if tx.send(std::mem::replace(buf, fresh)).is_err() {
+            let next = recycled.try_recv().unwrap_or_else(|_| fresh());
+            if tx.send(std::mem::replace(buf, next)).is_err() {
                 return false;
             }
         }
@@ -155,18 +278,46 @@ fn read_and_route(
                 break;
             }
         };
-        let input = FrameInput::classify(&frame);
+        let view = decode(frame.link, frame.data, frame.orig_len);
+        let input = FrameInput::from_view(frame.no, frame.ts, &view);
         let ts = input.ts();
         if first_ts.is_none() {
             first_ts = Some(ts);
             for b in &mut bufs {
-                b.push(Work::Origin(ts));
+                b.work.push(Work::Origin(ts));
             }
         }
         match worker_of(&input, n) {
             Some(w) => {
-                bufs[w].push(Work::Input(input));
+                let b = &mut bufs[w];
+                let (mut from, mut to) = (0, 0);
+                if let (Some(cfg), FrameInput::Segment(seg)) = (&routing.payloads, &input) {
+                    let payload = view.tcp.map_or(&[][..], |t| t.payload);
+                    if !payload.is_empty() && cfg.may_parse(seg.src.port, seg.dst.port) {
+                        from = b.bytes.len();
+                        b.bytes.extend_from_slice(payload);
+                        to = b.bytes.len();
+                    }
+                }
+                let diagnosed = match (&routing.diagnoser_ports, &input) {
+                    (Some(ports), FrameInput::Segment(seg)) => {
+                        port_ok(ports, seg.src.port, seg.dst.port)
+                    }
+                    _ => false,
+                };
+                b.work.push(Work::Input(input, from, to));
                 route.push(w as u8);
+                // A single diagnoser looks for closed connections after every
+                // `CLOSED_SWEEP_EVERY` segments it is fed: every one looks at the same one.
+                if diagnosed {
+                    since_diag_sweep += 1;
+                    if since_diag_sweep >= CLOSED_SWEEP_EVERY {
+                        since_diag_sweep = 0;
+                        for b in &mut bufs {
+                            b.work.push(Work::DiagnoserSweep(ts));
+                        }
+                    }
+                }
             }
             None => {
                 if let FrameInput::Other {
@@ -183,10 +334,10 @@ fn read_and_route(
         }
         // The single analyzer sweeps after every `sweep_every` frames: same frames here.
         since_sweep += 1;
-        if since_sweep >= sweep_every {
+        if since_sweep >= routing.sweep_every {
             since_sweep = 0;
             for b in &mut bufs {
-                b.push(Work::Sweep(ts));
+                b.work.push(Work::Sweep(ts));
             }
         }
         in_batch += 1;
@@ -213,6 +364,73 @@ fn read_and_route(
     }
 }
 
+/// A worker's own diagnoser and storage tracker (storage plans).
+enum Local {
+    None,
+    Diagnose(Box<Diagnosing<WorkerStorage>>),
+    Storage(Tracker<WorkerStorage>),
+}
+
+impl Local {
+    fn new(plan: Plan, cfg: &StorageConfig) -> Self {
+        match plan {
+            Plan::Diagnose => Local::Diagnose(Box::new(Diagnosing::with_parts(
+                Diagnoser::new().swept_by_caller(),
+                cfg.clone(),
+                WorkerStorage {
+                    rec: Recorder::default(),
+                    logs: Some(TcpLogs::default()),
+                },
+            ))),
+            Plan::Storage => Local::Storage(Tracker::new(
+                cfg.clone(),
+                WorkerStorage {
+                    rec: Recorder::default(),
+                    logs: None,
+                },
+            )),
+            _ => Local::None,
+        }
+    }
+
+    fn sink(&mut self) -> Option<&mut dyn EventSink> {
+        match self {
+            Local::None => None,
+            Local::Diagnose(d) => Some(d.as_mut()),
+            Local::Storage(t) => Some(t),
+        }
+    }
+
+    /// The storage events recorded so far.
+    fn events(&mut self) -> Option<&mut Vec<Recorded>> {
+        match self {
+            Local::None => None,
+            Local::Diagnose(d) => Some(&mut d.tracker_mut().sink_mut().rec.events),
+            Local::Storage(t) => Some(&mut t.sink_mut().rec.events),
+        }
+    }
+
+    /// End of input: the diagnoser's listing and the tracker's last events.
+    fn finish(self, last: Option<(FrameNo, Timestamp)>) -> Option<Box<Tail>> {
+        let (listing, mut tracker) = match self {
+            Local::None => return None,
+            Local::Diagnose(d) => {
+                let (diag, tracker) = (*d).into_parts();
+                (Some(diag.into_listing()), tracker)
+            }
+            Local::Storage(t) => (None, t),
+        };
+        tracker.finish();
+        let sink = tracker.into_sink();
+        Some(Box::new(Tail {
+            listing,
+            tcp_logs: sink.logs,
+            finish: sink.rec.events,
+            last,
+        }))
+    }
+}
+
 /// Collects a worker's output for the merge.
 struct WorkerSink<'a> {
     plan: Plan,
@@ -220,6 +438,9 @@ struct WorkerSink<'a> {
     ports: &'a [u16],
     tail: &'a mut CsvTail,
     line: &'a mut Line,
+    local: &'a mut Local,
+    /// Frame and time of the last segment fed to `local`.
+    last: &'a mut Option<(FrameNo, Timestamp)>,
 }
 
 impl EventSink for WorkerSink<'_> {
@@ -228,10 +449,7 @@ impl EventSink for WorkerSink<'_> {
             Plan::Replay | Plan::Serial => self.out.items.push(Out::Seg(*a, *d)),
             Plan::FlowsOnly => {}
             Plan::CsvRows { flagged } => {
-                let port_ok = self.ports.is_empty()
-                    || self.ports.contains(&a.sport)
-                    || self.ports.contains(&a.dport);
-                if port_ok && (!flagged || !a.flags.is_empty()) {
+                if port_ok(self.ports, a.sport, a.dport) && (!flagged || !a.flags.is_empty()) {
                     self.line.clear();
                     self.tail.format(self.line, a);
                     self.out.rows.extend_from_slice(self.line.as_bytes());
@@ -242,13 +460,36 @@ impl EventSink for WorkerSink<'_> {
                     });
                 }
             }
+            Plan::Diagnose | Plan::Storage => {
+                if port_ok(self.ports, a.sport, a.dport)
+                    && let Some(local) = self.local.sink()
+                {
+                    local.segment_detail(a, d);
+                    *self.last = Some((a.frame, a.ts));
+                }
+            }
+        }
+    }
+    fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
+        if port_ok(self.ports, a.sport, a.dport)
+            && let Some(local) = self.local.sink()
+        {
+            local.payload(a, payload);
         }
     }
     fn warning(&mut self, w: &Warning) {
         self.out.items.push(Out::Warning(w.clone()));
     }
     fn flow_evicted(&mut self, f: &FlowSummary) {
-        self.out.items.push(Out::Evicted(Box::new(f.clone())));
+        if self.plan.storage() {
+            if port_ok(self.ports, f.dirs[0].src.port, f.dirs[0].dst.port)
+                && let Some(local) = self.local.sink()
+            {
+                local.flow_evicted(f);
+            }
+        } else {
+            self.out.items.push(Out::Evicted(Box::new(f.clone())));
+        }
     }
     fn stream_opened(&mut self, stream: StreamId, _frame: FrameNo) {
         self.out.items.push(Out::Opened(stream.0));
@@ -265,21 +506,23 @@ impl EventSink for FlowCollector {
     }
 }
 
-fn work(
-    cfg: AnalyzerConfig,
-    rx: Receiver<Vec<Work>>,
+/// A worker's channels.
+struct Channels {
+    rx: Receiver<Batch>,
     tx: SyncSender<WorkerMsg>,
-    recycle: SyncSender<Vec<Work>>,
+    recycle: SyncSender<Batch>,
     spent: Receiver<BatchOut>,
-    plan: Plan,
-    ports: Vec<u16>,
-) {
+}
+
+fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage: StorageConfig) {
     let mut an = Analyzer::new(cfg);
     let mut tail = CsvTail::default();
     let mut line = Line::default();
-    for mut batch in rx {
+    let mut local = Local::new(plan, &storage);
+    let mut last = None;
+    for mut batch in ch.rx {
         // Reuse the merger's spent outputs: fresh large vectors per batch cost page faults.
-        let mut out = spent.try_recv().unwrap_or_default();
+        let mut out = ch.spent.try_recv().unwrap_or_default();
         out.items.clear();
         out.ends.clear();
         out.rows.clear();
@@ -289,28 +532,51 @@ fn work(
             ports: &ports,
             tail: &mut tail,
             line: &mut line,
+            local: &mut local,
+            last: &mut last,
         };
-        for w in &batch {
+        for w in &batch.work {
             match w {
                 Work::Origin(ts) => an.set_origin(*ts),
                 Work::Sweep(ts) => an.sweep(*ts),
-                Work::Input(input) => {
-                    an.handle_input(input, &mut sink);
+                Work::DiagnoserSweep(ts) => {
+                    if let Local::Diagnose(d) = sink.local {
+                        d.diagnoser_mut().sweep(ts.0);
+                    }
+                }
+                Work::Input(input, from, to) => {
+                    let payload = batch.bytes.get(*from..*to).unwrap_or(&[]);
+                    an.handle_input_with_payload(input, payload, &mut sink);
+                    if let Some(events) = sink.local.events() {
+                        sink.out.items.extend(events.drain(..).map(Out::Storage));
+                    }
                     sink.out.ends.push(sink.out.items.len());
                 }
             }
         }
-        if tx.send(WorkerMsg::Batch(out)).is_err() {
+        if ch.tx.send(WorkerMsg::Batch(out)).is_err() {
             return;
         }
-        batch.clear();
-        let _ = recycle.try_send(batch);
+        batch.work.clear();
+        batch.bytes.clear();
+        let _ = ch.recycle.try_send(batch);
     }
     let mut flows = FlowCollector::default();
     an.handle_end(&mut flows);
-    let _ = tx.send(WorkerMsg::End {
+    if let Some(sink) = local.sink() {
+        // What a single diagnoser gets at the end (it ignores them today).
+        for f in flows
+            .0
+            .iter()
+            .filter(|f| port_ok(&ports, f.dirs[0].src.port, f.dirs[0].dst.port))
+        {
+            sink.flow(f);
+        }
+    }
+    let _ = ch.tx.send(WorkerMsg::End {
         flows: flows.0,
         stats: an.stats().clone(),
+        tail: local.finish(last),
     });
 }
 
@@ -337,24 +603,27 @@ impl Renumber {
     }
 }
 
-/// Runs the analysis on `threads` workers; replays results into `sink` in capture order
-/// (the caller filters them). `row` receives CSV rows under [`Plan::CsvRows`] (`frame`,
-/// global stream, row tail), already filtered by `streams` and (in the workers) `ports`.
-#[allow(clippy::too_many_arguments)]
-pub fn run<S: EventSink>(
+/// Runs the analysis on `job.threads` workers; replays results into `sink` in capture
+/// order (the caller filters them), and the storage plans' storage events into `storage`.
+/// `row` receives CSV rows under [`Plan::CsvRows`] (`frame`, global stream, row tail),
+/// already filtered by `streams` and (in the workers) `ports`.
+pub fn run<S: EventSink, T: StorageSink>(
     reader: CaptureReader,
     cfg: AnalyzerConfig,
-    threads: usize,
-    plan: Plan,
+    job: Job<'_>,
     sink: &mut S,
-    streams: &[u32],
-    ports: &[u16],
-    progress: Option<Progress>,
-    stop: impl Fn(&S) -> bool,
+    storage: &mut T,
+    stop: impl Fn(&S, &T) -> bool,
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
 ) -> Result<Parallel> {
-    let n = threads.clamp(1, 255);
-    let sweep_every = cfg.sweep_every_frames;
+    let n = job.threads.clamp(1, 255);
+    let plan = job.plan;
+    let streams = job.streams;
+    let routing = Routing {
+        sweep_every: cfg.sweep_every_frames,
+        payloads: plan.storage().then(|| job.storage.clone()),
+        diagnoser_ports: (plan == Plan::Diagnose).then(|| job.ports.to_vec()),
+    };
     // Each worker tracks its share of the connections; which ones get evicted when the
     // limit is reached therefore depends on the thread count (documented in --help).
     let mut worker_cfg = cfg.clone();
@@ -364,33 +633,34 @@ pub fn run<S: EventSink>(
     let stop_flag = AtomicBool::new(false);
     thread::scope(|scope| {
         let (route_tx, route_rx) = sync_channel::<Vec<u8>>(DEPTH * 2);
-        let (recycle_tx, recycle_rx) = sync_channel::<Vec<Work>>(DEPTH * n + n);
+        let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH * n + n);
         let mut to_workers = Vec::with_capacity(n);
         let mut from_workers = Vec::with_capacity(n);
         let mut spent_to = Vec::with_capacity(n);
         for _ in 0..n {
-            let (tx, rx) = sync_channel::<Vec<Work>>(DEPTH);
+            let (tx, rx) = sync_channel::<Batch>(DEPTH);
             let (otx, orx) = sync_channel::<WorkerMsg>(DEPTH);
-            let ports = ports.to_vec();
-            let recycle = recycle_tx.clone();
+            let ports = job.ports.to_vec();
             let (spent_tx, spent_rx) = sync_channel::<BatchOut>(DEPTH);
+            let ch = Channels {
+                rx,
+                tx: otx,
+                recycle: recycle_tx.clone(),
+                spent: spent_rx,
+            };
             let cfg = worker_cfg.clone();
-            scope.spawn(move || work(cfg, rx, otx, recycle, spent_rx, plan, ports));
+            let storage_cfg = job.storage.clone();
+            scope.spawn(move || work(cfg, ch, plan, ports, storage_cfg));
             spent_to.push(spent_tx);
             to_workers.push(tx);
             from_workers.push(orx);
         }
         drop(recycle_tx);
         let stop_ref = &stop_flag;
+        let progress = job.progress;
         let reader_thread = scope.spawn(move || {
             read_and_route(
-                reader,
-                to_workers,
-                recycle_rx,
-                route_tx,
-                stop_ref,
-                progress,
-                sweep_every,
+                reader, to_workers, recycle_rx, route_tx, stop_ref, progress, routing,
             )
         });
 
@@ -400,6 +670,7 @@ pub fn run<S: EventSink>(
         };
         let keep_stream = |s: u32| streams.is_empty() || streams.contains(&s);
         let mut stopped = false;
+        let mut started = false;
         let mut outs: Vec<BatchOut> = Vec::with_capacity(n);
         for route in route_rx {
             outs.clear();
@@ -409,9 +680,8 @@ pub fn run<S: EventSink>(
                     _ => anyhow::bail!("an analysis worker stopped unexpectedly"),
                 }
             }
-            if stopped {
-                continue; // drain so the reader and workers can finish
-            }
+            // Once stopped, drain so the reader and workers can finish; only the stream
+            // numbers are still followed (the workers' last flows name every stream).
             let mut item_at = vec![0usize; n];
             let mut frame_at = vec![0usize; n];
             let mut row_at = vec![0usize; n];
@@ -422,6 +692,9 @@ pub fn run<S: EventSink>(
                 frame_at[w] += 1;
                 let mut row_start = row_at[w];
                 for item in &mut out.items[item_at[w]..end] {
+                    if stopped && !matches!(item, Out::Opened(_)) {
+                        continue;
+                    }
                     match item {
                         Out::Opened(local) => ids.open(w, *local),
                         Out::Seg(a, d) => {
@@ -443,6 +716,18 @@ pub fn run<S: EventSink>(
                             f.stream = StreamId(ids.get(w, f.stream.0));
                             sink.flow_evicted(f);
                         }
+                        Out::Storage(e) => {
+                            // Every tracker starts at its first segment: the first is the
+                            // single tracker's start.
+                            if matches!(e, Recorded::Start(_)) {
+                                if started {
+                                    continue;
+                                }
+                                started = true;
+                            }
+                            e.renumber(|s| StreamId(ids.get(w, s.0)));
+                            e.replay(storage);
+                        }
                     }
                 }
                 item_at[w] = end;
@@ -451,7 +736,7 @@ pub fn run<S: EventSink>(
             for (out, tx) in outs.drain(..).zip(&spent_to) {
                 let _ = tx.try_send(out);
             }
-            if stop(sink) {
+            if !stopped && stop(sink, storage) {
                 stopped = true;
                 stop_flag.store(true, Ordering::Relaxed);
             }
@@ -461,13 +746,49 @@ pub fn run<S: EventSink>(
             .map_err(|_| anyhow::anyhow!("the capture reader thread panicked"))?;
         let mut stats = end.stats.clone();
         let mut flows = Vec::new();
+        let mut parts = Parts::default();
+        let mut finish = Vec::new();
+        let mut last: Option<(FrameNo, Timestamp)> = None;
         for (w, rx) in from_workers.iter().enumerate() {
             for msg in rx {
-                if let WorkerMsg::End { flows: f, stats: s } = msg {
+                if let WorkerMsg::End {
+                    flows: f,
+                    stats: s,
+                    tail,
+                } = msg
+                {
                     stats.add(&s);
                     for mut flow in f {
                         flow.stream = StreamId(ids.get(w, flow.stream.0));
                         flows.push(flow);
+                    }
+                    let Some(tail) = tail else { continue };
+                    let Tail {
+                        listing: l,
+                        tcp_logs,
+                        finish: events,
+                        last: l_last,
+                    } = *tail;
+                    if let Some(mut l) = l {
+                        l.renumber(|s| ids.get(w, s));
+                        match &mut parts.listing {
+                            Some(all) => all.merge(l),
+                            None => parts.listing = Some(l),
+                        }
+                    }
+                    if let Some(mut logs) = tcp_logs {
+                        logs.renumber(|s| StreamId(ids.get(w, s.0)));
+                        parts
+                            .tcp_logs
+                            .get_or_insert_with(TcpLogs::default)
+                            .merge(logs);
+                    }
+                    for mut e in events {
+                        e.renumber(|s| StreamId(ids.get(w, s.0)));
+                        finish.push(e);
+                    }
+                    if l_last.is_some_and(|(f, _)| last.is_none_or(|(g, _)| f > g)) {
+                        last = l_last;
                     }
                 }
             }
@@ -478,6 +799,19 @@ pub fn run<S: EventSink>(
                 sink.flow(f);
             }
         }
-        Ok(Parallel { reader: end, stats })
+        if end.error.is_none() {
+            // A single tracker ends its connections in stream order; each worker's come in
+            // its own stream order, which the global numbering keeps (stable sort).
+            finish.sort_by_key(Recorded::stream);
+            for e in &finish {
+                e.replay(storage);
+            }
+        }
+        parts.last_segment_ts = last.map(|(_, ts)| ts);
+        Ok(Parallel {
+            reader: end,
+            stats,
+            parts,
+        })
     })
 }

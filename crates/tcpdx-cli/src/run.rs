@@ -8,6 +8,8 @@ use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning,
 };
 
+use tcpdx_storage::{StorageConfig, StorageSink};
+
 use crate::cmd;
 use crate::flags::{Cli, Command, Common};
 use crate::parallel::{self, Plan};
@@ -94,6 +96,8 @@ pub struct Outcome {
     pub first_ts_ns: i64,
     /// The analyzer's input counters (evictions among them).
     pub stats: tcpdx_core::InputStats,
+    /// What the storage plans' workers leave ([`analyze_storage`]).
+    pub parts: parallel::Parts,
 }
 
 /// Opens the capture named on the command line (bad input is an error naming the byte).
@@ -133,29 +137,99 @@ pub fn analyze_with<S: EventSink>(
         return analyze_single(reader, common, sink, stop, progress);
     }
     let mut filter = Filter::new(sink, common);
+    let job = job(common, threads, plan, StorageConfig::default(), progress);
     let par = parallel::run(
         reader,
         analyzer_config(common),
-        threads,
-        plan,
+        job,
         &mut filter,
-        &common.streams,
-        &common.ports,
-        progress,
-        |f| stop(f.inner),
+        &mut NoStorage,
+        |f, _| stop(f.inner),
         |f, frame, stream, tail| row(f.inner, frame, stream, tail),
     )?;
+    end_parallel(par, &filter.warnings, common)
+}
+
+/// The parallel run's settings.
+fn job(
+    common: &Common,
+    threads: usize,
+    plan: Plan,
+    storage: StorageConfig,
+    progress: Option<Progress>,
+) -> parallel::Job<'_> {
+    parallel::Job {
+        threads,
+        plan,
+        streams: &common.streams,
+        ports: &common.ports,
+        storage,
+        progress,
+    }
+}
+
+/// Reports the warnings of a parallel run and turns its read error into the result.
+fn end_parallel(par: parallel::Parallel, warnings: &[Warning], common: &Common) -> Result<Outcome> {
     for w in par.reader.reader.warnings() {
         eprintln!("tcpdx: warning: {w}");
     }
     if let Some(e) = par.reader.error {
         return Err(anyhow::Error::new(e));
     }
-    report_warnings(&filter.warnings, &par.stats, common.max_flows);
+    report_warnings(warnings, &par.stats, common.max_flows);
     Ok(Outcome {
         first_ts_ns: par.reader.first_ts.map_or(0, |t| t.0),
         stats: par.stats,
+        parts: par.parts,
     })
+}
+
+/// A storage sink that drops everything (plans without storage work).
+struct NoStorage;
+
+impl StorageSink for NoStorage {}
+
+/// A sink that drops everything (the storage plans' results come another way).
+struct NoEvents;
+
+impl EventSink for NoEvents {}
+
+/// True if `common` runs the storage plans ([`analyze_storage`]) on several threads:
+/// more than one, and no `--stream` (the workers do not know the global stream numbers).
+pub fn storage_in_parallel(common: &Common) -> bool {
+    common.worker_threads() > 1 && common.streams.is_empty()
+}
+
+/// Runs [`Plan::Diagnose`] or [`Plan::Storage`] on several threads (see
+/// [`storage_in_parallel`]): the storage events (parsed with `cfg`) go to `storage` in
+/// capture order, the TCP diagnosis comes back in the outcome. `stop` is polled.
+pub fn analyze_storage<T: StorageSink>(
+    reader: CaptureReader,
+    common: &Common,
+    plan: Plan,
+    cfg: StorageConfig,
+    storage: &mut T,
+    stop: impl Fn(&T) -> bool,
+) -> Result<Outcome> {
+    let progress = Progress::new(
+        common.progress,
+        common.no_progress,
+        reader.input_len(),
+        "reading",
+    );
+    let mut nothing = NoEvents;
+    let mut filter = Filter::new(&mut nothing, common);
+    let job = job(common, common.worker_threads(), plan, cfg, progress);
+    let par = parallel::run(
+        reader,
+        analyzer_config(common),
+        job,
+        &mut filter,
+        storage,
+        |_, t| stop(t),
+        |_, _, _, _| {},
+    )?;
+    end_parallel(par, &filter.warnings, common)
 }
 
 fn analyze_single<S: EventSink>(
@@ -193,6 +267,7 @@ fn analyze_single<S: EventSink>(
     Ok(Outcome {
         first_ts_ns: first_ts_ns.unwrap_or(0),
         stats: analyzer.stats().clone(),
+        parts: parallel::Parts::default(),
     })
 }
 

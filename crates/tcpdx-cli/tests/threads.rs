@@ -1,8 +1,10 @@
 //! Output is byte-for-byte the same whatever `--threads` is: the parallel pipeline
 //! (src/parallel.rs) must renumber streams, order rows, sweep expired state and merge flow
-//! summaries exactly as one analyzer does. Checked on the repository's fixtures (golden and
-//! lab captures), on a generated capture long enough to trigger expiry sweeps, and on every
-//! TCP capture of ../shared/corpus.
+//! summaries exactly as one analyzer does, and `diagnose` / `srt` must merge their workers'
+//! diagnoses and storage events into the single-thread result. Checked on the repository's
+//! fixtures (golden and lab captures, storage ones among them), on generated captures long
+//! enough to trigger expiry sweeps and closed-connection sweeps, with evictions, with many
+//! storage connections, and on every TCP capture of ../shared/corpus.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +12,7 @@ use std::process::Command;
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig};
 use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
+use tcpdx_testkit::{AUTO, Dir, Script, ScriptConfig};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -56,6 +59,14 @@ const ALL: &[&[&str]] = &[
     &["diagnose", "--json"],
 ];
 
+/// The commands that run a diagnoser and storage trackers per worker.
+const STORAGE: &[&[&str]] = &[
+    &["diagnose", "--json"],
+    &["diagnose"],
+    &["srt", "--json"],
+    &["srt", "--transactions"],
+];
+
 fn captures_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
         let p = entry.path();
@@ -79,6 +90,158 @@ fn fixtures_give_the_same_output_for_any_thread_count() {
     for f in &files {
         assert_same(f, ALL, &[3]);
     }
+}
+
+#[test]
+fn diagnose_and_srt_give_the_same_output_for_any_thread_count_on_fixtures() {
+    let mut files = Vec::new();
+    captures_under(&repo().join("tests/data"), &mut files);
+    let storage = files
+        .iter()
+        .filter(|f| {
+            let p = f.to_string_lossy();
+            ["nfs", "smb", "iscsi"].iter().any(|k| p.contains(k))
+        })
+        .count();
+    assert!(storage >= 8, "storage fixtures missing: {files:?}");
+    for f in &files {
+        assert_same(f, STORAGE, &[2, 3, 4]);
+    }
+}
+
+fn words(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_be_bytes()).collect()
+}
+
+/// A record-marked ONC RPC message.
+fn record(m: Vec<u8>) -> Vec<u8> {
+    let mut r = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
+    r.extend(m);
+    r
+}
+
+#[test]
+fn many_storage_connections_give_the_same_output_for_any_thread_count() {
+    // 24 NFSv3 connections interleaved: each sends two READs; the server answers the
+    // first of each, the second only on every third connection (the others are reported
+    // unanswered at the end, in stream order), one slowly.
+    let mut t = Script::new();
+    let ids: Vec<_> = (0..24u16)
+        .map(|i| {
+            t.add_connection(ScriptConfig {
+                client_port: 41_000 + i,
+                server_port: 2049,
+                ..ScriptConfig::DEFAULT
+            })
+        })
+        .collect();
+    let mut ms = 0.0;
+    let tick = |t: &mut Script, ms: &mut f64| {
+        *ms += 0.5;
+        t.at_ms(*ms);
+    };
+    for &id in &ids {
+        t.on(id);
+        tick(&mut t, &mut ms);
+        t.handshake();
+    }
+    for xid in [1u32, 2] {
+        for (i, &id) in ids.iter().enumerate() {
+            t.on(id);
+            tick(&mut t, &mut ms);
+            let mut call = words(&[xid, 0, 2, 100_003, 3, 6, 1, 8, 0, 0, 0, 0, 8, 1, 2]);
+            call.extend((u64::from(xid) * 4096).to_be_bytes());
+            call.extend(words(&[1000 + i as u32]));
+            t.client_sends_bytes(&record(call));
+        }
+        for (i, &id) in ids.iter().enumerate().rev() {
+            if xid == 2 && i % 3 != 0 {
+                continue;
+            }
+            t.on(id);
+            tick(&mut t, &mut ms);
+            if i == 5 {
+                ms += 300.0;
+                t.at_ms(ms);
+            }
+            let len = 1000 + i as u32;
+            let mut reply = words(&[xid, 1, 0, 0, 0, 0, 0, 0, len, 1, len]);
+            reply.extend(vec![0x42; len as usize]);
+            t.server_sends_bytes(&record(reply));
+        }
+    }
+    let file = t.write_temp_pcapng("threads-nfs").unwrap();
+    let one = tcpdx(&["srt", "--transactions"], &file, 1);
+    let rows = String::from_utf8(one.1).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 24 + 24, "{rows}");
+    assert_same(&file, STORAGE, &[2, 3, 4]);
+    let filtered: &[&[&str]] = &[
+        &["diagnose", "--json", "--port", "41003"],
+        &["srt", "--json", "--port", "41003", "--port", "41004"],
+    ];
+    assert_same(&file, filtered, &[2]);
+    std::fs::remove_file(file).ok();
+}
+
+#[test]
+fn late_segments_of_swept_connections_are_ignored_alike_for_any_thread_count() {
+    // Connection A transfers and closes; B then sends more segments than the diagnoser's
+    // sweep interval over 4 s, so one diagnoser diagnoses A early; A's retransmission
+    // after that is ignored. Workers must sweep at the same segment to ignore it too.
+    let mut t = Script::new();
+    let a = t.conn();
+    t.handshake();
+    t.at_ms(20).client_sends(AUTO, 1000);
+    t.after_ms(10).server_acks(AUTO);
+    t.fin(Dir::C2S);
+    t.after_ms(1).fin(Dir::S2C);
+    t.after_ms(1).client_acks(AUTO);
+    let mut cfg = t.config().clone();
+    cfg.client_port += 1;
+    t.add_connection(cfg);
+    t.at_ms(100).handshake();
+    for i in 0..20_000u32 {
+        let seq = t.next_seq(Dir::C2S);
+        t.at_ms(200.0 + f64::from(i) * 0.2).client_sends(seq, 100);
+    }
+    t.on(a).at_ms(4500).client_sends(1, 1000);
+    let file = t.write_temp_pcapng("threads-late").unwrap();
+    assert_same(&file, &[&["diagnose", "--json"]], &[2, 3]);
+    std::fs::remove_file(file).ok();
+}
+
+#[test]
+fn diagnose_with_evictions_gives_the_same_diagnosis_for_any_thread_count() {
+    // 100 connections at a time, 40 data segments each, ~1,400 in all; --max-flows 400
+    // (100 per worker with 4 threads) evicts only connections that have finished, so the
+    // diagnosis (not the eviction counts on stderr) is the same.
+    let dir = std::env::temp_dir().join(format!("tcpdx-threads-evict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("evict.pcap");
+    let cfg = BulkConfig {
+        packets: 120_000,
+        concurrent: 100,
+        per_conn: 40,
+        gap_us: 100,
+        ..BulkConfig::default()
+    };
+    write_bulk(std::fs::File::create(&file).unwrap(), cfg).unwrap();
+    let args = ["diagnose", "--json", "--max-flows", "400"];
+    let one = tcpdx(&args, &file, 1);
+    let err = String::from_utf8_lossy(&one.2);
+    assert!(err.contains("connections evicted"), "no evictions: {err}");
+    for t in [2, 3, 4] {
+        let many = tcpdx(&args, &file, t);
+        assert!(
+            String::from_utf8_lossy(&many.2).contains("connections evicted"),
+            "no evictions with {t} threads"
+        );
+        assert!(
+            one.0 == many.0 && one.1 == many.1,
+            "diagnose --max-flows 400: --threads=1 and --threads={t} differ"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -109,10 +272,13 @@ fn expiry_sweeps_and_filters_give_the_same_output_for_any_thread_count() {
     );
 
     assert_same(&file, ALL, &[2, 4]);
+    assert_same(&file, &[&["diagnose", "--json"]], &[3]);
     let filtered: &[&[&str]] = &[
         &["events", "--stream", "7", "--stream", "400"],
         &["events", "--port", "1100"],
         &["flows", "--json", "--port", "1200"],
+        &["diagnose", "--json", "--port", "1100"],
+        &["diagnose", "--json", "--stream", "7"],
     ];
     assert_same(&file, filtered, &[2]);
     std::fs::remove_dir_all(&dir).ok();

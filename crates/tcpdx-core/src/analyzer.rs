@@ -108,7 +108,9 @@ impl Analyzer {
         self.handle_input_with_payload(input, &[], sink);
     }
 
-    fn handle_input_with_payload<S: EventSink>(
+    /// [`Self::handle_input`] with the segment's captured payload for the sink's `payload`
+    /// hook (a caller that decoded the frame elsewhere and kept the bytes).
+    pub fn handle_input_with_payload<S: EventSink>(
         &mut self,
         input: &FrameInput,
         payload: &[u8],

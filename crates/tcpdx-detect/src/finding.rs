@@ -250,6 +250,29 @@ impl Finding {
         self.episode_list.iter().map(|e| e.duration_s).sum::<f64>() + 0.0
     }
 
+    /// Gives the finding's connection the stream number `to` (a diagnosis made under other
+    /// numbers, by one of several threads): its `stream`, and the `tcp.stream == N` its
+    /// filter starts with (every per-connection filter names its stream there, and only
+    /// there).
+    pub fn renumber_stream(&mut self, to: u32) {
+        let Some(from) = self.stream else {
+            return;
+        };
+        self.stream = Some(to);
+        if from == to {
+            return;
+        }
+        const PREFIX: &str = "tcp.stream == ";
+        let Some(tail) = self.wireshark_filter.strip_prefix(PREFIX) else {
+            return;
+        };
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if tail.get(..digits).and_then(|d| d.parse::<u32>().ok()) == Some(from) {
+            let rest = tail.get(digits..).unwrap_or_default();
+            self.wireshark_filter = format!("{PREFIX}{to}{rest}");
+        }
+    }
+
     /// A Wireshark filter selecting the evidence frames of this finding.
     pub fn frames_filter(&self) -> String {
         let mut frames: Vec<u64> = self.evidence.iter().map(|e| e.frame).collect();
@@ -294,6 +317,32 @@ mod tests {
         f.evidence(4, "b");
         f.evidence(9, "c");
         assert_eq!(f.frames_filter(), "frame.number in {4 9}");
+    }
+
+    #[test]
+    fn renumbering_rewrites_the_stream_and_its_filter() {
+        let mut f = Finding::new(FindingKind::RtoStall, Some(1));
+        f.wireshark_filter = "tcp.stream == 1 && tcp.time_delta >= 0.010".into();
+        f.renumber_stream(17);
+        assert_eq!(f.stream, Some(17));
+        assert_eq!(
+            f.wireshark_filter,
+            "tcp.stream == 17 && tcp.time_delta >= 0.010"
+        );
+        // Another stream whose number starts alike is left alone.
+        let mut g = Finding::new(FindingKind::RtoStall, Some(1));
+        g.wireshark_filter = "tcp.stream == 12".into();
+        g.renumber_stream(3);
+        assert_eq!(g.wireshark_filter, "tcp.stream == 12");
+        // Frame filters and capture-wide findings have no stream to rewrite.
+        let mut h = Finding::new(FindingKind::RtoStall, Some(2));
+        h.evidence(5, "x");
+        h.wireshark_filter = h.frames_filter();
+        h.renumber_stream(0);
+        assert_eq!(h.wireshark_filter, "frame.number in {5}");
+        let mut w = Finding::new(FindingKind::CaptureQuality, None);
+        w.renumber_stream(4);
+        assert_eq!(w.stream, None);
     }
 
     #[test]

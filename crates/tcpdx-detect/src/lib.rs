@@ -14,6 +14,7 @@ pub mod budget;
 pub mod detectors;
 pub mod finding;
 pub mod infer;
+pub mod listing;
 
 use std::collections::BTreeMap;
 
@@ -24,8 +25,10 @@ use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 pub use budget::{ConnBudget, State, TimeBudget};
 pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
 pub use infer::{CapturePoint, ConnTracker};
+pub use listing::Listing;
 
 use detectors::{ConnContext, DETECTORS};
+use listing::Diagnosed;
 
 /// What tcpdx inferred about one connection (for the JSON `connections` list).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -146,48 +149,27 @@ pub fn sort_findings(f: &mut [Finding]) {
 pub struct Diagnoser {
     /// Trackers by stream (Fx: one lookup per segment, SipHash cost 6% of `diagnose`).
     conns: FxHashMap<u32, ConnTracker>,
-    /// Connections already diagnosed because the core evicted them.
-    done: Vec<Diagnosed>,
-    /// Connections folded away from `done` (bounded memory), and their time.
-    unlisted: Unlisted,
-    folded: TimeBudget,
-    /// Connections listed at most: [`MAX_LISTED`], or a test's smaller bound.
-    max_listed: usize,
+    /// Connections already diagnosed, listed or folded away (bounded memory).
+    listing: Listing,
     /// Streams diagnosed early because they closed (a bit per `tcp.stream`): their late
     /// segments (a retransmitted FIN, a last ACK) are ignored.
     closed: Vec<u64>,
     /// Segments since the last look for closed connections.
     since_sweep: u32,
+    /// The caller sweeps ([`Diagnoser::sweep`]) instead of every [`CLOSED_SWEEP_EVERY`]
+    /// segments.
+    caller_sweeps: bool,
 }
 
 /// Segments between two looks for closed, idle connections (tcpdx choice: the map walk
-/// costs well under a nanosecond per segment at this interval).
+/// costs well under a nanosecond per segment at this interval). Every segment fed counts,
+/// those of connections already diagnosed too, so the look happens at points a caller that
+/// splits the segments among several diagnosers can reproduce.
 pub const CLOSED_SWEEP_EVERY: u32 = 16_384;
 /// Capture time a closed connection stays idle before it is diagnosed and its inference
 /// state freed, so that memory follows the connections alive, not the capture's length
 /// (tcpdx choice: well past the last ACK of a FIN; late retransmissions are ignored).
 pub const CLOSED_IDLE_NS: i64 = 1_000_000_000;
-
-/// One connection's diagnosis.
-#[derive(Debug)]
-struct Diagnosed {
-    stream: u32,
-    findings: Vec<Finding>,
-    inference: ConnInference,
-    budget: ConnBudget,
-}
-
-impl Diagnosed {
-    /// How much listing this connection matters: its costliest finding above info.
-    fn weight(&self) -> (Severity, f64) {
-        self.findings
-            .iter()
-            .filter(|f| f.severity > Severity::Info)
-            .map(|f| (f.severity, f.cost.seconds))
-            .max_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
-            .unwrap_or((Severity::Info, 0.0))
-    }
-}
 
 impl Diagnoser {
     /// A new diagnoser.
@@ -199,31 +181,28 @@ impl Diagnoser {
     pub fn with_max_listed(n: usize) -> Self {
         Self {
             conns: FxHashMap::default(),
-            done: Vec::new(),
-            unlisted: Unlisted::default(),
-            folded: TimeBudget::default(),
-            max_listed: n.max(1),
+            listing: Listing::new(n),
             closed: Vec::new(),
             since_sweep: 0,
+            caller_sweeps: false,
         }
     }
 
-    /// Keeps a diagnosed connection; a quarter past the bound, folds the least costly away
-    /// (amortised: each fold removes a quarter of the bound, each connection once).
-    fn keep(&mut self, d: Diagnosed) {
-        self.done.push(d);
-        let max = self.max_listed;
-        if self.done.len() > max + max / 4 {
-            self.fold(max);
-        }
+    /// Leaves the looks for closed connections to the caller ([`Diagnoser::sweep`]): one
+    /// of several diagnosers that each see a share of the connections, swept at the points
+    /// where a single diagnoser fed every segment would sweep.
+    pub fn swept_by_caller(mut self) -> Self {
+        self.caller_sweeps = true;
+        self
     }
 
-    /// Diagnoses and frees the connections closed and idle since `now - CLOSED_IDLE_NS`.
-    fn sweep_closed(&mut self, now: i64) {
+    /// Diagnoses and frees the connections closed and idle since `now_ns - CLOSED_IDLE_NS`
+    /// (capture time in ns); their later segments are ignored.
+    pub fn sweep(&mut self, now_ns: i64) {
         let done: Vec<u32> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.is_closed() && now - c.last_ts >= CLOSED_IDLE_NS)
+            .filter(|(_, c)| c.is_closed() && now_ns - c.last_ts >= CLOSED_IDLE_NS)
             .map(|(s, _)| *s)
             .collect();
         for s in done {
@@ -235,8 +214,7 @@ impl Diagnoser {
                 if let Some(w) = self.closed.get_mut(i) {
                     *w |= 1 << (s % 64);
                 }
-                let d = diagnose(c);
-                self.keep(d);
+                self.listing.keep(diagnose(c));
             }
         }
     }
@@ -247,57 +225,24 @@ impl Diagnoser {
             .is_some_and(|w| w & (1 << (s % 64)) != 0)
     }
 
-    /// Folds all but the `keep` costliest connections of `done` into the counts.
-    fn fold(&mut self, keep: usize) {
-        if self.done.len() <= keep {
-            return;
-        }
-        self.done.sort_by(|a, b| {
-            let (wa, wb) = (a.weight(), b.weight());
-            wb.0.cmp(&wa.0)
-                .then(wb.1.total_cmp(&wa.1))
-                .then(a.stream.cmp(&b.stream))
-        });
-        for d in self.done.drain(keep..) {
-            self.unlisted.connections += 1;
-            for f in &d.findings {
-                let t = self.unlisted.findings.entry(f.kind).or_default();
-                t.count += 1;
-                t.seconds += f.cost.seconds;
-            }
-            self.folded.seconds += d.budget.seconds;
-            self.folded.states.add(&d.budget.states);
-        }
-    }
-
     /// The connections' inference so far, in no particular order (for tests and tools).
     pub fn trackers(&self) -> impl Iterator<Item = &ConnTracker> {
         self.conns.values()
     }
 
-    /// Runs the detectors over every connection seen; findings most costly first.
-    pub fn finish(mut self) -> Diagnosis {
+    /// Diagnoses every connection still open; the listing of all, to merge with other
+    /// diagnosers' ([`Listing::merge`]) or to finish ([`Listing::into_diagnosis`]).
+    pub fn into_listing(mut self) -> Listing {
+        // In the map's order: the listing's result does not depend on the order of keeps.
         for c in std::mem::take(&mut self.conns).into_values() {
-            let d = diagnose(c);
-            self.keep(d);
+            self.listing.keep(diagnose(c));
         }
-        self.fold(self.max_listed);
-        let mut all = self.done;
-        // Stable: a connection that resumed after eviction keeps its two parts in order.
-        all.sort_by_key(|d| d.stream);
-        let mut out = Diagnosis {
-            unlisted: self.unlisted,
-            ..Diagnosis::default()
-        };
-        out.time_budget.seconds = self.folded.seconds;
-        out.time_budget.states = self.folded.states;
-        for d in all {
-            out.findings.extend(d.findings);
-            out.connections.push(d.inference);
-            out.time_budget.push(d.budget);
-        }
-        sort_findings(&mut out.findings);
-        out
+        self.listing
+    }
+
+    /// Runs the detectors over every connection seen; findings most costly first.
+    pub fn finish(self) -> Diagnosis {
+        self.into_listing().into_diagnosis()
     }
 }
 
@@ -314,12 +259,7 @@ fn diagnose(mut c: ConnTracker) -> Diagnosed {
         findings.extend(detectors::path_limited::detect(&cx));
     }
     let inference = inference(&cx);
-    Diagnosed {
-        stream: c.stream,
-        findings,
-        inference,
-        budget,
-    }
+    Diagnosed::new(c.stream, findings, inference, budget)
 }
 
 impl Default for Diagnoser {
@@ -333,21 +273,21 @@ impl EventSink for Diagnoser {
         self.segment_detail(a, &SegmentDetail::default());
     }
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
-        if self.is_closed_stream(a.stream.0) {
-            return;
+        if !self.is_closed_stream(a.stream.0) {
+            self.conns.entry(a.stream.0).or_default().on_segment(a, d);
         }
-        self.conns.entry(a.stream.0).or_default().on_segment(a, d);
         self.since_sweep += 1;
         if self.since_sweep >= CLOSED_SWEEP_EVERY {
             self.since_sweep = 0;
-            self.sweep_closed(a.ts.0);
+            if !self.caller_sweeps {
+                self.sweep(a.ts.0);
+            }
         }
     }
     fn flow(&mut self, _f: &FlowSummary) {}
     fn flow_evicted(&mut self, f: &FlowSummary) {
         if let Some(c) = self.conns.remove(&f.stream.0) {
-            let d = diagnose(c);
-            self.keep(d);
+            self.listing.keep(diagnose(c));
         }
     }
 }

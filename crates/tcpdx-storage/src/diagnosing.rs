@@ -6,21 +6,21 @@ use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning
 use tcpdx_detect::{Diagnoser, Diagnosis};
 
 use crate::findings::{StorageEvidence, add_findings};
+use crate::transaction::StorageSink;
 use crate::{StorageConfig, Tracker};
 
-/// TCP and storage diagnosis of one capture (sans-IO: feed it the core's events).
-pub struct Diagnosing {
+/// TCP and storage diagnosis of one capture (sans-IO: feed it the core's events). The
+/// storage tracker pushes into `S`: the evidence the findings need, or a
+/// [`Recorder`](crate::record::Recorder) to hand the events elsewhere.
+pub struct Diagnosing<S = StorageEvidence> {
     diag: Diagnoser,
-    storage: Tracker<StorageEvidence>,
+    storage: Tracker<S>,
 }
 
 impl Diagnosing {
     /// A diagnosis with the storage layer's port map in `cfg`.
     pub fn new(cfg: StorageConfig) -> Self {
-        Self {
-            diag: Diagnoser::new(),
-            storage: Tracker::new(cfg, StorageEvidence::new()),
-        }
+        Self::with_parts(Diagnoser::new(), cfg, StorageEvidence::new())
     }
 
     /// The findings (TCP and storage, most costly first), time budget and inference.
@@ -32,7 +32,32 @@ impl Diagnosing {
     }
 }
 
-impl EventSink for Diagnosing {
+impl<S: StorageSink> Diagnosing<S> {
+    /// `diag` beside a storage tracker (port map `cfg`) pushing into `sink`.
+    pub fn with_parts(diag: Diagnoser, cfg: StorageConfig, sink: S) -> Self {
+        Self {
+            diag,
+            storage: Tracker::new(cfg, sink),
+        }
+    }
+
+    /// The TCP diagnoser (to sweep it).
+    pub fn diagnoser_mut(&mut self) -> &mut Diagnoser {
+        &mut self.diag
+    }
+
+    /// The storage tracker.
+    pub fn tracker_mut(&mut self) -> &mut Tracker<S> {
+        &mut self.storage
+    }
+
+    /// The diagnoser and the tracker (call [`Tracker::finish`] on it).
+    pub fn into_parts(self) -> (Diagnoser, Tracker<S>) {
+        (self.diag, self.storage)
+    }
+}
+
+impl<S: StorageSink> EventSink for Diagnosing<S> {
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         self.diag.segment_detail(a, d);
         self.storage.segment_detail(a, d);

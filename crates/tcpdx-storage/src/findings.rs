@@ -20,7 +20,7 @@ use tcpdx_detect::detectors::fixed_duration_stall::{
     KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
 };
 use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity, sort_findings};
-use tcpdx_wire::Timestamp;
+use tcpdx_wire::{FrameNo, Timestamp};
 
 use crate::srt::{SrtCollector, SrtConfig, SrtReport, StreamSummary};
 use crate::transaction::{Notice, Request, StorageSink, Transaction};
@@ -55,14 +55,61 @@ struct TcpLog {
     flagged: Vec<(i64, u16)>,
 }
 
+/// The TCP context of the storage connections (silences, trouble), per stream: the part of
+/// [`StorageEvidence`] that depends on each connection alone, so that a caller parsing
+/// connections on several threads collects it there and merges it ([`TcpLogs::merge`]).
+#[derive(Debug, Default)]
+pub struct TcpLogs {
+    logs: FxHashMap<StreamId, TcpLog>,
+    /// The last segment logged (capture order is frame order).
+    last: Option<(FrameNo, Timestamp)>,
+}
+
+impl TcpLogs {
+    /// Logs a TCP segment of a storage connection.
+    pub fn segment(&mut self, a: &SegmentAnalysis) {
+        let ts = a.ts.0;
+        self.last = Some((a.frame, a.ts));
+        let log = self.logs.entry(a.stream).or_default();
+        if let Some((last, _)) = log.last
+            && ts - last >= SILENCE_MIN_NS
+            && log.silences.len() < MAX_TCP_LOG
+        {
+            log.silences.push((last, ts, a.frame.0));
+        }
+        log.last = Some((ts, a.frame.0));
+        if a.flags.any(TROUBLE) && log.flagged.len() < MAX_TCP_LOG {
+            log.flagged.push((ts, a.flags.0));
+        }
+    }
+
+    /// Gives every stream the number `to(stream)`.
+    pub fn renumber(&mut self, to: impl Fn(StreamId) -> StreamId) {
+        self.logs = std::mem::take(&mut self.logs)
+            .into_iter()
+            .map(|(s, l)| (to(s), l))
+            .collect();
+    }
+
+    /// Adds the logs of other connections (same stream numbering).
+    pub fn merge(&mut self, other: TcpLogs) {
+        self.logs.extend(other.logs);
+        if other
+            .last
+            .is_some_and(|(f, _)| self.last.is_none_or(|(g, _)| f > g))
+        {
+            self.last = other.last;
+        }
+    }
+}
+
 /// Collects what the storage findings need: the SRT aggregation, slow transactions, and
 /// each storage connection's silences and TCP trouble.
 #[derive(Debug)]
 pub struct StorageEvidence {
     srt: SrtCollector,
     slow: Vec<Transaction>,
-    tcp: FxHashMap<StreamId, TcpLog>,
-    last_ts: Option<Timestamp>,
+    tcp: TcpLogs,
 }
 
 impl Default for StorageEvidence {
@@ -77,14 +124,18 @@ impl StorageEvidence {
         Self {
             srt: SrtCollector::new(SrtConfig::default()),
             slow: Vec::new(),
-            tcp: FxHashMap::default(),
-            last_ts: None,
+            tcp: TcpLogs::default(),
         }
+    }
+
+    /// Adds TCP logs collected elsewhere (the connections' `tcp_segment` calls went there).
+    pub fn add_tcp_logs(&mut self, logs: TcpLogs) {
+        self.tcp.merge(logs);
     }
 
     /// The SRT report.
     pub fn report(&self) -> SrtReport {
-        self.srt.report(self.last_ts)
+        self.srt.report(self.tcp.last.map(|(_, ts)| ts))
     }
 }
 
@@ -112,19 +163,7 @@ impl StorageSink for StorageEvidence {
         }
     }
     fn tcp_segment(&mut self, a: &SegmentAnalysis) {
-        let ts = a.ts.0;
-        self.last_ts = Some(a.ts);
-        let log = self.tcp.entry(a.stream).or_default();
-        if let Some((last, _)) = log.last
-            && ts - last >= SILENCE_MIN_NS
-            && log.silences.len() < MAX_TCP_LOG
-        {
-            log.silences.push((last, ts, a.frame.0));
-        }
-        log.last = Some((ts, a.frame.0));
-        if a.flags.any(TROUBLE) && log.flagged.len() < MAX_TCP_LOG {
-            log.flagged.push((ts, a.flags.0));
-        }
+        self.tcp.segment(a);
     }
 }
 
@@ -142,7 +181,7 @@ pub struct TcpDuring {
 impl StorageEvidence {
     fn during(&self, stream: StreamId, from: i64, to: i64) -> TcpDuring {
         let mut d = TcpDuring::default();
-        let Some(log) = self.tcp.get(&stream) else {
+        let Some(log) = self.tcp.logs.get(&stream) else {
             return d;
         };
         let silent: i64 = log

@@ -42,6 +42,8 @@ pub mod srt;
 pub use srt::{SrtCollector, SrtConfig, SrtReport};
 pub mod diagnosing;
 pub mod findings;
+pub mod record;
 pub use diagnosing::Diagnosing;
+pub use record::{Recorded, Recorder};
 pub mod iscsi;
 pub mod smb2;

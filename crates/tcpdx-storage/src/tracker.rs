@@ -131,6 +131,14 @@ impl StorageConfig {
         self
     }
 
+    /// True if a connection between these ports may be parsed (either is in the port map):
+    /// the payloads of other connections are never read.
+    pub fn may_parse(&self, sport: u16, dport: u16) -> bool {
+        self.ports
+            .iter()
+            .any(|d| d.port == sport || d.port == dport)
+    }
+
     /// The parser for a connection between these ports: the destination port of a
     /// client-to-server segment is tried first.
     fn decoder(&self, a: &SegmentAnalysis) -> Option<Decoder> {

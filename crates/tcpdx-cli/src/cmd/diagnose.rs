@@ -4,21 +4,40 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tcpdx_detect::{Diagnosis, Severity};
+use tcpdx_detect::{Diagnosis, Listing, Severity};
 use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text};
 
+use tcpdx_storage::findings::{StorageEvidence, add_findings};
 use tcpdx_storage::{Diagnosing, StorageConfig};
 
 use crate::flags::{Common, DiagnoseArgs, FailOn};
 
 use crate::parallel::Plan;
-use crate::run::{analyze_with, open, out_err};
+use crate::run::{analyze_storage, analyze_with, open, out_err, storage_in_parallel};
 
 /// Diagnoses one capture: the TCP findings and the storage ones (what `tcpdx diagnose`
 /// reports for it; `tcpdx annotate` marks the same evidence frames).
 pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
+    if storage_in_parallel(common) {
+        // Each worker diagnoses its connections; the storage events are replayed here.
+        let mut evidence = StorageEvidence::new();
+        let out = analyze_storage(
+            open(common)?,
+            common,
+            Plan::Diagnose,
+            StorageConfig::default(),
+            &mut evidence,
+            |_| false,
+        )?;
+        if let Some(logs) = out.parts.tcp_logs {
+            evidence.add_tcp_logs(logs);
+        }
+        let listing = out.parts.listing;
+        let mut d = listing.map(Listing::into_diagnosis).unwrap_or_default();
+        add_findings(&evidence, &mut d);
+        return Ok(d);
+    }
     let mut both = Diagnosing::new(StorageConfig::default());
-    // Serial: the storage layer needs segment payloads, which workers do not carry yet.
     let (stop, no_rows) = (
         |_: &Diagnosing| false,
         |_: &mut Diagnosing, _, _, _: &[u8]| {},

@@ -630,6 +630,101 @@ fn beyond_the_listing_bound_connections_are_counted_not_listed() {
     );
 }
 
+/// Feeds a diagnoser and notes the streams its analyzer opens.
+struct Opening<'a> {
+    diag: &'a mut Diagnoser,
+    opened: Vec<u32>,
+}
+
+impl tcpdx_core::EventSink for Opening<'_> {
+    fn segment_detail(&mut self, a: &tcpdx_core::SegmentAnalysis, d: &tcpdx_core::SegmentDetail) {
+        self.diag.segment_detail(a, d);
+    }
+    fn flow_evicted(&mut self, f: &tcpdx_core::FlowSummary) {
+        self.diag.flow_evicted(f);
+    }
+    fn stream_opened(&mut self, stream: tcpdx_core::StreamId, _frame: tcpdx_wire::FrameNo) {
+        self.opened.push(stream.0);
+    }
+}
+
+#[test]
+fn diagnosers_over_shares_of_the_connections_merge_into_the_single_diagnosis() {
+    use tcpdx_core::FrameInput;
+    // 12 connections, a third of them with a costly finding.
+    let mut t = Script::new();
+    for i in 0..12u16 {
+        let mut cfg = t.config().clone();
+        cfg.client_port = 40_000 + i;
+        t.add_connection(cfg);
+        let start = f64::from(i % 6) * 700.0;
+        t.at_ms(start).syn();
+        if i % 3 == 0 {
+            t.at_ms(start + 1000.0).syn();
+        }
+        t.after_ms(10).syn_ack();
+        t.handshake_ack();
+        t.after_ms(5).client_sends(1, 100);
+        t.after_ms(10).server_acks(AUTO);
+    }
+    let frames = t.frames();
+    for max_listed in [100, 4, 3] {
+        let config = AnalyzerConfig::default;
+        let mut one = Diagnoser::with_max_listed(max_listed);
+        let mut a = Analyzer::new(config());
+        for f in &frames {
+            a.handle_frame(&f.as_frame(), &mut one);
+        }
+        a.handle_end(&mut one);
+        let end = frames.last().unwrap().ts.0 + 2 * crate::CLOSED_IDLE_NS;
+        one.sweep(end);
+        let want = one.finish();
+
+        // Three shares by client port; each analyzer numbers its streams from 0, the
+        // capture's numbers follow the order the streams open in.
+        let n = 3;
+        let mut diags: Vec<Diagnoser> = (0..n)
+            .map(|_| Diagnoser::with_max_listed(max_listed).swept_by_caller())
+            .collect();
+        let mut ans: Vec<Analyzer> = (0..n).map(|_| Analyzer::new(config())).collect();
+        let mut maps: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut next = 0;
+        for f in &frames {
+            let frame = f.as_frame();
+            let FrameInput::Segment(seg) = FrameInput::classify(&frame) else {
+                panic!("all frames are segments");
+            };
+            let w = usize::from(seg.src.port.min(seg.dst.port)) % n;
+            let mut sink = Opening {
+                diag: &mut diags[w],
+                opened: Vec::new(),
+            };
+            ans[w].handle_frame(&frame, &mut sink);
+            for _ in sink.opened {
+                maps[w].push(next);
+                next += 1;
+            }
+        }
+        let mut merged: Option<crate::Listing> = None;
+        for ((mut d, mut a), map) in diags.into_iter().zip(ans).zip(&maps) {
+            a.handle_end(&mut d);
+            d.sweep(end);
+            let mut l = d.into_listing();
+            l.renumber(|s| map[s as usize]);
+            match &mut merged {
+                Some(m) => m.merge(l),
+                None => merged = Some(l),
+            }
+        }
+        let got = merged.unwrap().into_diagnosis();
+        assert!(
+            want.unlisted.connections > 0 || max_listed == 100,
+            "folding is exercised"
+        );
+        assert_eq!(got, want, "max_listed {max_listed}");
+    }
+}
+
 #[test]
 fn a_closed_connection_is_diagnosed_early_and_its_state_freed() {
     // Connection 1 transfers and closes; connection 2 then runs for over a second and more

@@ -275,3 +275,47 @@ fn a_slow_operation_with_retransmissions_points_at_the_network() {
         f.explanation
     );
 }
+
+#[test]
+fn tcp_logs_collected_apart_and_merged_give_the_same_evidence() {
+    // Stream 3 silent for 5 s around a slow COMMIT, stream 4 busy: logged by one evidence,
+    // and by two logs (one per stream, numbered 0 there) merged into another evidence.
+    let segs: Vec<SegmentAnalysis> = (0..40u64)
+        .map(|i| {
+            let mut a = segment(
+                i + 1,
+                i as f64 * 0.2,
+                if i == 7 { F::RETRANSMISSION } else { 0 },
+            );
+            a.stream = StreamId(if i % 2 == 0 && !(10..35).contains(&i) {
+                3
+            } else {
+                4
+            });
+            a
+        })
+        .collect();
+    let mut one = StorageEvidence::new();
+    let mut shares = [TcpLogs::default(), TcpLogs::default()];
+    for a in &segs {
+        one.tcp_segment(a);
+        let mut local = *a;
+        local.stream = StreamId(0);
+        shares[(a.stream.0 - 3) as usize].segment(&local);
+    }
+    let mut merged = StorageEvidence::new();
+    for (i, mut logs) in shares.into_iter().enumerate() {
+        logs.renumber(|_| StreamId(3 + i as u32));
+        merged.add_tcp_logs(logs);
+    }
+    for s in [3, 4] {
+        for (from, to) in [(0.0, 8.0), (1.0, 2.5), (2.0, 7.0)] {
+            let (from, to) = ((from * 1e9) as i64, (to * 1e9) as i64);
+            let want = one.during(StreamId(s), from, to);
+            assert_eq!(merged.during(StreamId(s), from, to), want);
+        }
+    }
+    assert!(one.during(StreamId(3), 0, 8_000_000_000).silent_s > 4.0);
+    assert_eq!(one.during(StreamId(4), 0, 8_000_000_000).retransmissions, 1);
+    assert_eq!(merged.report(), one.report(), "same end of capture");
+}

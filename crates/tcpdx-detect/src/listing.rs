@@ -1,0 +1,347 @@
+//! [`Listing`]: the diagnosed connections a diagnosis lists, and the ones it folds into
+//! counts to keep memory bounded.
+//!
+//! It is a value that merges: diagnosers that each saw a share of the connections (the
+//! CLI's worker threads) give, once their listings are renumbered to the capture's stream
+//! numbers and merged, exactly the [`Diagnosis`] one diagnoser gives. That holds because
+//! the listing order is total (cost, then stream, then the order a stream's parts were
+//! diagnosed), a listing keeps the top of that order whenever it folds, and folded seconds
+//! are summed exactly (fixed point), so neither the fold points nor the order of the sums
+//! show in the result.
+
+use std::collections::BTreeMap;
+
+use crate::budget::{ConnBudget, StateTimes};
+use crate::finding::{Finding, FindingKind, Severity};
+use crate::{ConnInference, Diagnosis, KindTotal, Unlisted, sort_findings};
+
+/// One connection's diagnosis.
+#[derive(Debug)]
+pub(crate) struct Diagnosed {
+    pub(crate) stream: u32,
+    /// Order of diagnosis within one listing: a connection evicted and resumed under its
+    /// stream number has several parts, kept in time order.
+    seq: u64,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) inference: ConnInference,
+    pub(crate) budget: ConnBudget,
+}
+
+impl Diagnosed {
+    /// A diagnosis (its place among the parts of its stream is set by [`Listing::keep`]).
+    pub(crate) fn new(
+        stream: u32,
+        findings: Vec<Finding>,
+        inference: ConnInference,
+        budget: ConnBudget,
+    ) -> Self {
+        Self {
+            stream,
+            seq: 0,
+            findings,
+            inference,
+            budget,
+        }
+    }
+
+    /// How much listing this connection matters: its costliest finding above info.
+    fn weight(&self) -> (Severity, f64) {
+        self.findings
+            .iter()
+            .filter(|f| f.severity > Severity::Info)
+            .map(|f| (f.severity, f.cost.seconds))
+            .max_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .unwrap_or((Severity::Info, 0.0))
+    }
+
+    /// Renumbers every stream reference (the findings' filters among them).
+    fn renumber(&mut self, to: u32) {
+        self.stream = to;
+        for f in &mut self.findings {
+            f.renumber_stream(to);
+        }
+        self.inference.stream = to;
+        self.budget.stream = to;
+    }
+}
+
+/// Seconds summed exactly, in units of 2^-64 s: the total does not depend on the order of
+/// the additions (hand-written: a fixed-point sum is a few lines, no crate needed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ExactSeconds(i128);
+
+/// 2^64, the fixed-point scale (a power of two: scaling an `f64` by it is exact).
+const SCALE: f64 = 18_446_744_073_709_551_616.0;
+
+impl ExactSeconds {
+    fn add(&mut self, s: f64) {
+        // `as` saturates; durations are far below the 2^63 s the type holds.
+        self.0 = self.0.saturating_add((s * SCALE) as i128);
+    }
+    fn add_exact(&mut self, o: ExactSeconds) {
+        self.0 = self.0.saturating_add(o.0);
+    }
+    fn get(self) -> f64 {
+        self.0 as f64 / SCALE
+    }
+}
+
+/// What was folded away: counts and exact sums.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Folded {
+    connections: u64,
+    seconds: ExactSeconds,
+    states: [ExactSeconds; 8],
+    findings: BTreeMap<FindingKind, (u64, ExactSeconds)>,
+}
+
+impl Folded {
+    fn add(&mut self, d: &Diagnosed) {
+        self.connections += 1;
+        for f in &d.findings {
+            let t = self.findings.entry(f.kind).or_default();
+            t.0 += 1;
+            t.1.add(f.cost.seconds);
+        }
+        self.seconds.add(d.budget.seconds);
+        for (a, b) in self.states.iter_mut().zip(d.budget.states.0) {
+            a.add(b);
+        }
+    }
+    fn merge(&mut self, o: &Folded) {
+        self.connections += o.connections;
+        for (k, (n, s)) in &o.findings {
+            let t = self.findings.entry(*k).or_default();
+            t.0 += n;
+            t.1.add_exact(*s);
+        }
+        self.seconds.add_exact(o.seconds);
+        for (a, b) in self.states.iter_mut().zip(o.states) {
+            a.add_exact(b);
+        }
+    }
+}
+
+/// The diagnosed connections of one diagnoser (or of several, merged). See the module doc.
+#[derive(Debug)]
+pub struct Listing {
+    done: Vec<Diagnosed>,
+    folded: Folded,
+    /// Connections listed at most.
+    max_listed: usize,
+    /// Diagnoses kept so far (the next one's `seq`).
+    kept: u64,
+}
+
+impl Listing {
+    /// An empty listing of at most `max_listed` connections.
+    pub(crate) fn new(max_listed: usize) -> Self {
+        Self {
+            done: Vec::new(),
+            folded: Folded::default(),
+            max_listed: max_listed.max(1),
+            kept: 0,
+        }
+    }
+
+    /// Connections listed at most.
+    pub fn max_listed(&self) -> usize {
+        self.max_listed
+    }
+
+    /// Keeps a diagnosed connection; a quarter past the bound, folds the least costly away
+    /// (amortised: each fold removes a quarter of the bound, each connection once).
+    pub(crate) fn keep(&mut self, mut d: Diagnosed) {
+        d.seq = self.kept;
+        self.kept += 1;
+        self.done.push(d);
+        let max = self.max_listed;
+        if self.done.len() > max + max / 4 {
+            self.fold(max);
+        }
+    }
+
+    /// Folds all but the `keep` first connections of the listing order into the counts.
+    fn fold(&mut self, keep: usize) {
+        if self.done.len() <= keep {
+            return;
+        }
+        self.done.sort_by(|a, b| {
+            let (wa, wb) = (a.weight(), b.weight());
+            wb.0.cmp(&wa.0)
+                .then(wb.1.total_cmp(&wa.1))
+                .then(a.stream.cmp(&b.stream))
+                .then(a.seq.cmp(&b.seq))
+        });
+        for d in self.done.drain(keep..) {
+            self.folded.add(&d);
+        }
+    }
+
+    /// Renumbers the streams with `to`, which must keep their order (`a < b` gives
+    /// `to(a) < to(b)`): a thread's stream numbers mapped to the capture's.
+    pub fn renumber(&mut self, to: impl Fn(u32) -> u32) {
+        for d in &mut self.done {
+            d.renumber(to(d.stream));
+        }
+    }
+
+    /// Adds the listing of a diagnoser that saw other connections (renumbered to the same
+    /// stream numbers as this one's).
+    pub fn merge(&mut self, other: Listing) {
+        self.max_listed = self.max_listed.max(other.max_listed);
+        self.done.extend(other.done);
+        self.folded.merge(&other.folded);
+        self.kept += other.kept;
+        let max = self.max_listed;
+        if self.done.len() > max + max / 4 {
+            self.fold(max);
+        }
+    }
+
+    /// The diagnosis: the listed connections in stream order, findings most costly first.
+    pub fn into_diagnosis(mut self) -> Diagnosis {
+        self.fold(self.max_listed);
+        let mut all = self.done;
+        all.sort_by_key(|d| (d.stream, d.seq));
+        let f = &self.folded;
+        let mut out = Diagnosis {
+            unlisted: Unlisted {
+                connections: f.connections,
+                findings: f
+                    .findings
+                    .iter()
+                    .map(|(k, (count, s))| {
+                        let t = KindTotal {
+                            count: *count,
+                            seconds: s.get(),
+                        };
+                        (*k, t)
+                    })
+                    .collect(),
+            },
+            ..Diagnosis::default()
+        };
+        out.time_budget.seconds = f.seconds.get();
+        out.time_budget.states = StateTimes(f.states.map(ExactSeconds::get));
+        for d in all {
+            out.findings.extend(d.findings);
+            out.connections.push(d.inference);
+            out.time_budget.push(d.budget);
+        }
+        sort_findings(&mut out.findings);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CapturePoint;
+
+    /// A connection's part without findings (all tie on weight) lasting `seconds`.
+    fn part(stream: u32, seconds: f64) -> Diagnosed {
+        let inference = ConnInference {
+            stream,
+            client: String::new(),
+            server: String::new(),
+            main_direction: "client_to_server",
+            capture_point: CapturePoint::Unknown,
+            rtt_s: None,
+            path_bps: 0.0,
+            goodput_bps: 0.0,
+            rounds: 0,
+            slow_start_rounds: 0,
+            congestion_avoidance_rounds: 0,
+            max_packets_per_round: 0,
+            loss_episodes: 0,
+            segments_per_ack: None,
+            lone_segment_ack_delay_s: None,
+        };
+        let mut states = StateTimes::default();
+        states.0[7] = seconds;
+        let budget = ConnBudget {
+            stream,
+            seconds,
+            states,
+        };
+        Diagnosed::new(stream, Vec::new(), inference, budget)
+    }
+
+    #[test]
+    fn shares_merge_into_the_single_listing_with_parts_in_time_order() {
+        // Streams 0..40 in one listing; stream 5 evicted and resumed (two parts, the
+        // first one second long, the second two). Two shares: even and odd streams, each
+        // numbered from 0 in its order.
+        let parts = || {
+            (0..40u32).flat_map(|s| {
+                let mut v = vec![part(s, 1.0 + f64::from(s) * 1e-3)];
+                if s == 5 {
+                    v.push(part(s, 2.0));
+                }
+                v
+            })
+        };
+        for max in [100, 7, 2] {
+            let mut one = Listing::new(max);
+            for d in parts() {
+                one.keep(d);
+            }
+            let want = one.into_diagnosis();
+            let mut shares = [Listing::new(max), Listing::new(max)];
+            for mut d in parts() {
+                let s = d.stream;
+                d.renumber(s / 2);
+                shares[(s % 2) as usize].keep(d);
+            }
+            let [mut even, mut odd] = shares;
+            even.renumber(|s| s * 2);
+            odd.renumber(|s| s * 2 + 1);
+            even.merge(odd);
+            let got = even.into_diagnosis();
+            assert_eq!(got, want, "max_listed {max}");
+            let listed: Vec<u32> = got.connections.iter().map(|c| c.stream).collect();
+            assert_eq!(listed.len(), max.min(41));
+            if max > 40 {
+                let fives: Vec<f64> = got
+                    .time_budget
+                    .connections
+                    .iter()
+                    .filter(|b| b.stream == 5)
+                    .map(|b| b.seconds)
+                    .collect();
+                assert_eq!(fives, [1.005, 2.0], "the two parts in time order");
+            } else {
+                // Ties on cost keep the lowest streams, the earlier part first.
+                assert_eq!(listed[..2], [0, 1]);
+                assert_eq!(got.unlisted.connections, 41 - max as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn exact_sums_do_not_depend_on_the_order() {
+        let v = [0.1, 1e-9, 3.7, 123.456_789, 2e-7, 0.3];
+        let mut a = ExactSeconds::default();
+        let mut b = ExactSeconds::default();
+        for x in v {
+            a.add(x);
+        }
+        for x in v.iter().rev() {
+            b.add(*x);
+        }
+        assert_eq!(a, b);
+        let naive: f64 = v.iter().sum();
+        assert!((a.get() - naive).abs() < 1e-12);
+        let mut halves = ExactSeconds::default();
+        let mut rest = ExactSeconds::default();
+        for x in &v[..3] {
+            halves.add(*x);
+        }
+        for x in &v[3..] {
+            rest.add(*x);
+        }
+        halves.add_exact(rest);
+        assert_eq!(halves, a);
+    }
+}

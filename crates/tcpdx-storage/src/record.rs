@@ -1,0 +1,167 @@
+//! Storage events as values: a [`Recorder`] keeps what a [`Tracker`](crate::Tracker) emits,
+//! to replay it into another [`StorageSink`] later, possibly under other stream numbers
+//! (the CLI parses connections on worker threads and replays their events in capture
+//! order on one).
+
+use tcpdx_core::{SegmentAnalysis, StreamId};
+use tcpdx_wire::Timestamp;
+
+use crate::transaction::{Notice, Request, StorageSink, Transaction};
+
+/// One [`StorageSink`] call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Recorded {
+    /// [`StorageSink::start`].
+    Start(Timestamp),
+    /// [`StorageSink::tcp_segment`].
+    TcpSegment(SegmentAnalysis),
+    /// [`StorageSink::request`].
+    Request(Request),
+    /// [`StorageSink::transaction`] (boxed: the largest by far).
+    Transaction(Box<Transaction>),
+    /// [`StorageSink::notice`].
+    Notice(Notice),
+}
+
+impl Recorded {
+    /// The stream the event is about (`None` for the start).
+    pub fn stream(&self) -> Option<StreamId> {
+        match self {
+            Recorded::Start(_) => None,
+            Recorded::TcpSegment(a) => Some(a.stream),
+            Recorded::Request(r) => Some(r.stream),
+            Recorded::Transaction(t) => Some(t.stream),
+            Recorded::Notice(n) => Some(*notice_stream(&mut { *n })),
+        }
+    }
+
+    /// Gives the event's stream the number `to(stream)`.
+    pub fn renumber(&mut self, to: impl Fn(StreamId) -> StreamId) {
+        let s = match self {
+            Recorded::Start(_) => return,
+            Recorded::TcpSegment(a) => &mut a.stream,
+            Recorded::Request(r) => &mut r.stream,
+            Recorded::Transaction(t) => &mut t.stream,
+            Recorded::Notice(n) => notice_stream(n),
+        };
+        *s = to(*s);
+    }
+
+    /// Makes the call it records on `sink`.
+    pub fn replay<S: StorageSink + ?Sized>(&self, sink: &mut S) {
+        match self {
+            Recorded::Start(ts) => sink.start(*ts),
+            Recorded::TcpSegment(a) => sink.tcp_segment(a),
+            Recorded::Request(r) => sink.request(r),
+            Recorded::Transaction(t) => sink.transaction(t),
+            Recorded::Notice(n) => sink.notice(n),
+        }
+    }
+}
+
+fn notice_stream(n: &mut Notice) -> &mut StreamId {
+    match n {
+        Notice::Smb3Encrypted { stream, .. }
+        | Notice::Smb3Compressed { stream, .. }
+        | Notice::FramingLost { stream, .. }
+        | Notice::TooManyOutstanding { stream } => stream,
+    }
+}
+
+/// A [`StorageSink`] that records every call, in order.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    /// The calls so far (the caller drains them).
+    pub events: Vec<Recorded>,
+}
+
+impl StorageSink for Recorder {
+    fn transaction(&mut self, t: &Transaction) {
+        self.events.push(Recorded::Transaction(Box::new(*t)));
+    }
+    fn notice(&mut self, n: &Notice) {
+        self.events.push(Recorded::Notice(*n));
+    }
+    fn request(&mut self, r: &Request) {
+        self.events.push(Recorded::Request(*r));
+    }
+    fn start(&mut self, ts: Timestamp) {
+        self.events.push(Recorded::Start(ts));
+    }
+    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
+        self.events.push(Recorded::TcpSegment(*a));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tcpdx_core::Dir;
+    use tcpdx_wire::FrameNo;
+
+    use super::*;
+    use crate::reassembly::At;
+    use crate::transaction::{Collect, Proto};
+
+    #[test]
+    fn recorded_calls_replay_in_order_under_new_stream_numbers() {
+        let at = At {
+            frame: FrameNo(3),
+            ts: Timestamp(30),
+        };
+        let request = Request {
+            stream: StreamId(1),
+            proto: Proto::Nfs,
+            op: "READ",
+            at,
+            io: None,
+            credits: None,
+        };
+        let notice = Notice::FramingLost {
+            stream: StreamId(2),
+            dir: Dir::ServerToClient,
+            at,
+        };
+        let mut rec = Recorder::default();
+        rec.start(Timestamp(7));
+        rec.request(&request);
+        rec.notice(&notice);
+        rec.notice(&Notice::TooManyOutstanding {
+            stream: StreamId(1),
+        });
+        let streams: Vec<_> = rec.events.iter().map(Recorded::stream).collect();
+        assert_eq!(
+            streams,
+            [
+                None,
+                Some(StreamId(1)),
+                Some(StreamId(2)),
+                Some(StreamId(1))
+            ]
+        );
+        let mut out = Collect::default();
+        for mut e in rec.events {
+            e.renumber(|s| StreamId(s.0 * 10));
+            e.replay(&mut out);
+        }
+        assert_eq!(
+            out.requests,
+            [Request {
+                stream: StreamId(10),
+                ..request
+            }]
+        );
+        assert_eq!(
+            out.notices,
+            [
+                Notice::FramingLost {
+                    stream: StreamId(20),
+                    dir: Dir::ServerToClient,
+                    at,
+                },
+                Notice::TooManyOutstanding {
+                    stream: StreamId(10)
+                }
+            ]
+        );
+    }
+}
