@@ -1,11 +1,12 @@
 //! `tcpdx-lab bench-relay`: packets per second through the relay with bulk TCP flows.
 //!
-//! Packets are counted where they leave the router after the relay (tx packets of the
-//! router's two veths, which carry only what the relay wrote): MTU-sized wire packets in
-//! both directions (data segments and ACKs), whatever the relay handled internally (with
-//! `--gso` it forwards GRO super-packets whole, so one TUN packet is many wire packets).
-//! CPU use of the relay and of each CPU is measured over the same window, so the output
-//! says which side limited the rate.
+//! The rate is MTU-sized wire segments (data segments client-to-server and ACKs
+//! server-to-client, given apart) written by the relay over the middle of the transfer,
+//! from the relay's own counters (a snapshot on SIGUSR1 at both ends of the window): with
+//! `--gso` one TUN packet is a super-packet standing for many wire segments. The same
+//! window's TCP/IP counters of both hosts (segments sent, payload bytes received / MSS,
+//! ACKs sent) check that count. CPU use of the relay and of each CPU is measured over the
+//! same window, so the output says which side limited the rate.
 
 use crate::relay::RelayArgs;
 use crate::run::{
@@ -49,8 +50,9 @@ pub struct BenchOpts {
     #[serde(default)]
     pub copying_ends: bool,
     /// TSO/GSO on the client's veth: the sender hands TCP super-packets to the router as to
-    /// a NIC with segmentation offload (cheaper generator; the router's egress veths still
-    /// carry, and count, MTU-sized wire packets). Only with --gso.
+    /// a NIC with segmentation offload (cheaper generator: the client's veth then carries
+    /// super-packets, not MTU-sized packets; the router's egress veths still cut them
+    /// unless --gso-to-hosts). Only with --gso.
     #[arg(long, requires = "gso")]
     #[serde(default)]
     pub sender_offloads: bool,
