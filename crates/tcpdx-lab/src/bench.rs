@@ -69,9 +69,11 @@ pub struct BenchOpts {
     #[arg(long, requires = "gso")]
     #[serde(default)]
     pub gso_to_hosts: bool,
-    /// GRO on the end hosts' veths (with --gso-to-hosts: ACKs and data arrive through
-    /// the veth's NAPI ring instead of the backlog queue).
-    #[arg(long, requires = "gso_to_hosts")]
+    /// GRO on the end hosts' veths, as a receiving NIC does: the receiver merges the
+    /// MTU-sized packets it gets into super-packets before TCP sees them (and ACKs
+    /// fewer); the router-to-host veths still carry MTU-sized packets unless
+    /// --gso-to-hosts.
+    #[arg(long)]
     #[serde(default)]
     pub host_gro: bool,
 }
@@ -90,8 +92,8 @@ pub struct BenchResult {
     pub secs: f64,
     /// Sum of the flows' goodput (Mbit/s).
     pub goodput_mbit_s: f64,
-    /// TUN tx_dropped + backlog (softnet) drops + veth drops + relay overflow/write
-    /// errors during the run.
+    /// TUN tx_dropped + qdisc drops (TUN and veths) + backlog (softnet) drops + veth drops
+    /// + relay overflow/write errors during the run.
     pub unintended_drops: u64,
     /// Sender retransmitted segments.
     pub retrans_segs: u64,
@@ -149,12 +151,10 @@ pub struct Window {
     pub counts_agree: bool,
 }
 
-/// Absolute SNMP counters of a namespace (/proc/net/snmp and /proc/net/netstat), named
-/// as nstat names them ("TcpOutSegs", "IpExtInOctets").
-fn snmp(ns: &str) -> std::collections::BTreeMap<String, u64> {
-    crate::cmd::ns_run(ns, "cat", &["/proc/net/snmp", "/proc/net/netstat"])
-        .map(|t| parse_snmp(&t))
-        .unwrap_or_default()
+/// Absolute SNMP counters of the namespace of process `pid` (/proc/net/snmp and
+/// /proc/net/netstat), named as nstat names them ("TcpOutSegs", "IpExtInOctets").
+fn snmp(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    parse_snmp(&(proc_net(pid, "snmp") + &proc_net(pid, "netstat")))
 }
 
 /// Parses the header-line / value-line pairs of /proc/net/snmp and /proc/net/netstat.
@@ -196,11 +196,19 @@ fn agree(a: u64, b: u64, rel: f64, abs: u64) -> bool {
     d <= abs || d as f64 <= rel * a.max(b) as f64
 }
 
-fn tx_packets(ns: &str, dev: &str) -> u64 {
-    let out =
-        crate::cmd::run("ip", &["-n", ns, "-s", "-j", "link", "show", dev]).unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
-    v[0]["stats64"]["tx"]["packets"].as_u64().unwrap_or(0)
+/// Sum of the tx packets of `devs` in /proc/net/dev `text`.
+fn dev_tx_packets(text: &str, devs: &[&str]) -> u64 {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(d, _)| devs.contains(&d.trim()))
+        .filter_map(|(_, v)| v.split_whitespace().nth(9)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A /proc/net file as the namespace of process `pid` sees it (a file read: no process
+/// spawned, so readings of several namespaces are taken within microseconds).
+fn proc_net(pid: u32, file: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).unwrap_or_default()
 }
 
 /// (busy, total) jiffies per CPU from /proc/stat.
@@ -333,7 +341,6 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
         }
     }
     crate::run::nstat_reset(&n.ns_c)?;
-    let wire = || tx_packets(&n.ns_r, &n.dev_rs) + tx_packets(&n.ns_r, &n.dev_rc);
     let (tun_start, softnet_start) = (link_drops(&n.ns_r, &n.dev_tun).0, softnet_dropped());
     let mut senders = Vec::new();
     for f in 0..flows {
@@ -361,11 +368,21 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
     // Measure the middle of the transfer: skip slow start and the final drain.
     let skip = (opts.secs * 0.2).min(1.0);
     std::thread::sleep(Duration::from_secs_f64(skip));
-    let (r0, cli0, srv0) = (relay.snapshot()?, snmp(&n.ns_c), snmp(&n.ns_s));
-    let (p0, j0, t0) = (wire(), cpu_jiffies(), Instant::now());
+    // Counters of every namespace, read through a process living in it.
+    let (cli_pid, srv_pid) = (senders[0].id(), receivers[0].id());
+    let read = || {
+        (
+            snmp(cli_pid),
+            snmp(srv_pid),
+            dev_tx_packets(&proc_net(relay.pid(), "dev"), &[&n.dev_rs, &n.dev_rc]),
+            cpu_jiffies(),
+            Instant::now(),
+        )
+    };
+    let (r0, (cli0, srv0, p0, j0, t0)) = relay.snapshot(read)?;
     std::thread::sleep(Duration::from_secs_f64((opts.secs - 2.0 * skip).max(0.5)));
-    let (r1, cli1, srv1) = (relay.snapshot()?, snmp(&n.ns_c), snmp(&n.ns_s));
-    let (p1, j1, el) = (wire(), cpu_jiffies(), t0.elapsed().as_secs_f64());
+    let (r1, (cli1, srv1, p1, j1, t1)) = relay.snapshot(read)?;
+    let el = (t1 - t0).as_secs_f64();
     let rx_payload = delta(&srv0, &srv1, "IpExtInOctets")
         .saturating_sub(52 * delta(&srv0, &srv1, "IpInReceives"));
     let mut window = Window {
@@ -404,6 +421,18 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
     }
     let nst = crate::run::nstat_delta(&n.ns_c)?;
     let tun_drops = link_drops(&n.ns_r, &n.dev_tun).0 - tun_start;
+    // Queues the lab put in front of the TUN and the veths (pfifo for backpressure) drop
+    // without touching the links' counters.
+    let qdisc_drops: u64 = [
+        (&n.ns_r, &n.dev_tun),
+        (&n.ns_c, &n.dev_c),
+        (&n.ns_r, &n.dev_rc),
+        (&n.ns_r, &n.dev_rs),
+        (&n.ns_s, &n.dev_s),
+    ]
+    .into_iter()
+    .map(|(ns, dev)| crate::run::qdisc_stats(ns, dev).0)
+    .sum();
     let softnet_drops = softnet_dropped() - softnet_start;
     let pairs = [
         ((&n.ns_c, &n.dev_c), (&n.ns_r, &n.dev_rc)),
@@ -442,6 +471,7 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
         secs,
         goodput_mbit_s: goodput,
         unintended_drops: tun_drops
+            + qdisc_drops
             + softnet_drops.max(veth_lost)
             + st.pool_overflow
             + st.write_errors,
@@ -473,6 +503,18 @@ mod tests {
         assert_eq!(m["TcpInSegs"], 7);
         assert_eq!(m["IpExtInOctets"], 1500);
         assert!(!m.contains_key("BadA") && !m.contains_key("OtherA"));
+    }
+
+    #[test]
+    fn dev_tx_packets_sums_named_devices() {
+        let t = "Inter-|   Receive |  Transmit\n face |bytes    packets errs drop fifo frame \
+                 compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n\
+                 \x20   lo: 0 0 0 0 0 0 0 0 0 5 0 0 0 0 0 0\n\
+                 tdx1rs: 10 1 0 0 0 0 0 0 3000 7 0 0 0 0 0 0\n\
+                 tdx1rc: 10 1 0 0 0 0 0 0 3000 11 0 0 0 0 0 0\n";
+        assert_eq!(dev_tx_packets(t, &["tdx1rs", "tdx1rc"]), 18);
+        assert_eq!(dev_tx_packets(t, &["lo"]), 5);
+        assert_eq!(dev_tx_packets(t, &["nope"]), 0);
     }
 
     #[test]

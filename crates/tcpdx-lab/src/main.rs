@@ -257,15 +257,22 @@ fn real_main(cli: Cli) -> Result<()> {
                 o.mtu,
                 o.delay_ms,
                 o.flows,
-                match (o.gso, o.gso_to_hosts, o.sender_offloads) {
-                    (false, ..) => "per-packet",
-                    (true, false, _) =>
-                        "GSO (super-packets forwarded whole, cut again after the router)",
-                    (true, true, false) =>
-                        "GSO to hosts (super-packets continue to the receiver; benchmark only)",
-                    (true, true, true) =>
-                        "GSO to hosts + sender TSO (super-packets from sender to receiver; benchmark only)",
-                },
+                format!(
+                    "{}{}{}",
+                    match (o.gso, o.gso_to_hosts) {
+                        (false, _) => "per-packet",
+                        (true, false) =>
+                            "GSO (super-packets forwarded whole, cut to MTU size after the router)",
+                        (true, true) =>
+                            "GSO to hosts (super-packets continue to the receiver; benchmark only)",
+                    },
+                    if o.sender_offloads {
+                        " + sender TSO"
+                    } else {
+                        ""
+                    },
+                    if o.host_gro { " + host GRO" } else { "" },
+                ),
                 r.goodput_mbit_s,
                 r.unintended_drops,
                 r.relay_busy * 100.0,
