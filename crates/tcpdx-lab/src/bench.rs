@@ -146,6 +146,13 @@ pub struct Window {
     pub server_out_segs: u64,
     /// ACK packets the client received (TcpInSegs).
     pub client_in_segs: u64,
+    /// Out-of-order segments the server queued (TcpExtTCPOFOQueue): reordering or loss
+    /// upstream of its TCP.
+    #[serde(default)]
+    pub server_ofo: u64,
+    /// Retransmitted segments of the client (TcpRetransSegs).
+    #[serde(default)]
+    pub client_retrans: u64,
     /// Whether the relay's counts agree with the hosts' (data within 2 %, ACKs within 2 %
     /// or 200).
     pub counts_agree: bool,
@@ -396,6 +403,8 @@ pub fn bench_relay(opts: &BenchOpts) -> Result<BenchResult> {
         server_rx_segs: rx_payload / u64::from(mtu.saturating_sub(52).max(1)),
         server_out_segs: delta(&srv0, &srv1, "TcpOutSegs"),
         client_in_segs: delta(&cli0, &cli1, "TcpInSegs"),
+        server_ofo: delta(&srv0, &srv1, "TcpExtTCPOFOQueue"),
+        client_retrans: delta(&cli0, &cli1, "TcpRetransSegs"),
         counts_agree: false,
     };
     window.counts_agree = agree(window.relay_c2s, window.client_out_segs, 0.02, 200)
