@@ -129,6 +129,7 @@ bench() {
 }
 check "relay bench (per-packet)" bench
 check "relay bench (GSO)" bench --gso
+check "relay bench (GSO, offloading end hosts)" bench --gso --sender-offloads --host-gro
 check "relay bench (GSO to hosts)" bench --gso --gso-to-hosts
 
 echo "== leftovers"
