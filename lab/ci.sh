@@ -118,9 +118,10 @@ fi
 check "fixtures verify" "$BIN" verify "$ROOT"/tests/data/lab/*/
 check "crate tests (root)" env TCPDX_LAB_ROOT=1 cargo test --release --manifest-path "$MANIFEST"
 
-# Relay benchmark: packets/s counted as MTU-sized wire packets leaving the relay. The
-# check is that it runs; rate and drops (a saturating flow on a CPU shared with other
-# jobs can overflow a backlog) depend on the machine and are printed, not judged.
+# Relay benchmark: MTU-sized wire segments/s written by the relay (its own counters,
+# cross-checked against the hosts' TCP counters). The check is that it runs; rate and
+# drops (a saturating flow on a CPU shared with other jobs can overflow a backlog)
+# depend on the machine and are printed, not judged.
 bench() {
   local out
   out=$("$BIN" bench-relay --secs "${LAB_BENCH_SECS:-4}" "$@") || return 1
@@ -128,6 +129,8 @@ bench() {
 }
 check "relay bench (per-packet)" bench
 check "relay bench (GSO)" bench --gso
+check "relay bench (GSO, offloading end hosts)" bench --gso --sender-offloads --host-gro
+check "relay bench (GSO to hosts)" bench --gso --gso-to-hosts
 
 echo "== leftovers"
 "$BIN" cleanup

@@ -247,17 +247,33 @@ fn real_main(cli: Cli) -> Result<()> {
             need_root()?;
             let r = tcpdx_lab::bench::bench_relay(&o)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
+            let w = &r.window;
+            let mode = format!(
+                "{}{}{}",
+                match (o.gso, o.gso_to_hosts) {
+                    (false, _) => "per-packet",
+                    (true, false) =>
+                        "GSO (super-packets forwarded whole, cut to MTU size after the router)",
+                    (true, true) =>
+                        "GSO to hosts (super-packets continue to the receiver; benchmark only)",
+                },
+                if o.sender_offloads {
+                    " + sender TSO"
+                } else {
+                    ""
+                },
+                if o.host_gro { " + host GRO" } else { "" },
+            );
             println!(
-                "relay: {:.0} kpps = MTU-sized wire packets/s (data + ACKs, both directions) leaving the relay; MTU {}, delay {} ms each way, {} flow(s), {} mode; {:.0} Mbit/s goodput; unintended drops {}; relay CPU {:.0}% = {:.0} kpps per relay CPU-second; CPUs busy {}",
+                "relay: {:.0} kpps = MTU-sized wire segments/s written by the relay ({:.0} k data c2s + {:.0} k ACKs s2c per s; hosts' counters {}); MTU {}, delay {} ms each way, {} flow(s), {} mode; {:.0} Mbit/s goodput; unintended drops {}; relay CPU {:.0}% = {:.0} kpps per relay CPU-second; CPUs busy {}",
                 r.kpps,
+                w.relay_c2s as f64 / r.secs / 1e3,
+                w.relay_s2c as f64 / r.secs / 1e3,
+                if w.counts_agree { "agree" } else { "DISAGREE" },
                 o.mtu,
                 o.delay_ms,
                 o.flows,
-                if o.gso {
-                    "GSO (super-packets forwarded whole)"
-                } else {
-                    "per-packet"
-                },
+                mode,
                 r.goodput_mbit_s,
                 r.unintended_drops,
                 r.relay_busy * 100.0,

@@ -212,6 +212,23 @@ impl RelayProc {
         self.child.id()
     }
 
+    /// Its counters so far (SIGUSR1, then waits up to 1 s for the snapshot file), with
+    /// what `meanwhile` returns: it runs right after the signal, so other counters it reads
+    /// are taken within about a millisecond of the relay's.
+    pub fn snapshot<T>(&self, meanwhile: impl FnOnce() -> T) -> Result<(RelayStats, T)> {
+        let p = PathBuf::from(crate::relay::snapshot_path(&self.stats.to_string_lossy()));
+        let _ = std::fs::remove_file(&p);
+        crate::sys::send_signal(self.child.id() as i32, libc::SIGUSR1);
+        let t = meanwhile();
+        for _ in 0..1000 {
+            if let Ok(s) = std::fs::read(&p) {
+                return Ok((serde_json::from_slice(&s)?, t));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        bail!("relay wrote no counter snapshot within 1 s")
+    }
+
     /// Stops it (SIGTERM) and returns its counters.
     pub fn stop(mut self) -> Result<RelayStats> {
         crate::sys::send_signal(self.child.id() as i32, libc::SIGTERM);

@@ -113,6 +113,12 @@ pub struct RelayStats {
     /// Wire segments written back.
     #[serde(default)]
     pub tx_wire: u64,
+    /// Of `tx_wire`, the client-to-server ones (data of a bulk upload).
+    #[serde(default)]
+    pub tx_wire_c2s: u64,
+    /// Of `tx_wire`, the server-to-client ones (ACKs of a bulk upload).
+    #[serde(default)]
+    pub tx_wire_s2c: u64,
     /// GSO super-packets cut into segments because an impairment acted on them.
     #[serde(default)]
     pub cut: u64,
@@ -394,12 +400,17 @@ impl Core {
         }
     }
 
-    /// Writes `slot` to the TUN and returns it to the pool.
-    fn send(&mut self, tun: &mut File, slot: u32) {
+    /// Writes `slot` (travelling in direction `dir`) to the TUN and returns it to the pool.
+    fn send(&mut self, tun: &mut File, slot: u32, dir: Dir) {
         match tun.write(self.pool.slot(slot)) {
             Ok(_) => {
+                let k = u64::from(self.pool.segs[slot as usize]);
                 self.st.tx += 1;
-                self.st.tx_wire += u64::from(self.pool.segs[slot as usize]);
+                self.st.tx_wire += k;
+                match dir {
+                    Dir::C2s => self.st.tx_wire_c2s += k,
+                    Dir::S2c => self.st.tx_wire_s2c += k,
+                }
             }
             Err(_) => self.st.write_errors += 1,
         }
@@ -409,22 +420,49 @@ impl Core {
     /// Sends everything due at `now`, with the held packets it releases.
     fn release_due(&mut self, tun: &mut File, now: i64) {
         while let Some((slot, dir, id)) = self.q.pop_due(now) {
-            self.send(tun, slot);
+            self.send(tun, slot, dir);
             let (mut d, mut i): (Dir, u64) = (dir, id);
             while let Some((s2, d2, i2)) = self.q.on_sent(d, i).or_else(|| self.q.pop_released()) {
-                self.send(tun, s2);
+                self.send(tun, s2, d2);
                 (d, i) = (d2, i2);
             }
         }
     }
+
+    /// The counters as of now (`t0`: monotonic start time).
+    fn stats(&self, t0: i64) -> RelayStats {
+        let mut st = self.st.clone();
+        st.data_segments = self.imp.data_segments();
+        st.left_in_queue = self.q.len() as u64;
+        st.elapsed_s = (crate::sys::mono_ns() - t0) as f64 / 1e9;
+        st.cpu_s = crate::sys::cpu_seconds();
+        st
+    }
 }
 
-/// Runs the relay until SIGINT/SIGTERM; returns its counters.
+/// Path of the counter snapshot a running relay writes on SIGUSR1 (next to `stats`).
+pub fn snapshot_path(stats: &str) -> String {
+    format!("{stats}.snap")
+}
+
+/// Writes `st` to `path` atomically (temporary file, then rename), so a reader never
+/// sees a half-written snapshot.
+fn write_snapshot(path: &str, st: &RelayStats) -> Result<()> {
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(st)?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Runs the relay until SIGINT/SIGTERM; returns its counters. On SIGUSR1 it writes the
+/// counters so far to [`snapshot_path`] of `--stats` (how a benchmark reads a window).
 pub fn run(args: &RelayArgs) -> Result<RelayStats> {
     let imp = args.impairments()?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
+    let snap = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&snap))?;
     let mut tun = crate::sys::open_tun(&args.dev, args.gso)
         .with_context(|| format!("opening TUN {}", args.dev))?;
     crate::sys::set_min_timer_slack();
@@ -511,12 +549,13 @@ pub fn run(args: &RelayArgs) -> Result<RelayStats> {
         }
         c.st.max_queue = c.st.max_queue.max(c.q.len() as u64);
         c.release_due(&mut tun, crate::sys::mono_ns());
+        if snap.swap(false, Ordering::Relaxed)
+            && let Some(p) = &args.stats
+        {
+            write_snapshot(&snapshot_path(p), &c.stats(t0))?;
+        }
     }
-    let mut st = c.st;
-    st.data_segments = c.imp.data_segments();
-    st.left_in_queue = c.q.len() as u64;
-    st.elapsed_s = (crate::sys::mono_ns() - t0) as f64 / 1e9;
-    st.cpu_s = crate::sys::cpu_seconds();
+    let st = c.stats(t0);
     if let Some(mut w) = c.sink.log {
         w.flush()?;
     }
