@@ -126,12 +126,7 @@ pub fn analyze_with<S: EventSink>(
     plan: Plan,
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
 ) -> Result<Outcome> {
-    let progress = Progress::new(
-        common.progress,
-        common.no_progress,
-        reader.input_len(),
-        "reading",
-    );
+    let progress = progress(common, &reader);
     let threads = common.worker_threads();
     if threads <= 1 || plan == Plan::Serial {
         return analyze_single(reader, common, sink, stop, progress);
@@ -148,6 +143,16 @@ pub fn analyze_with<S: EventSink>(
         |f, frame, stream, tail| row(f.inner, frame, stream, tail),
     )?;
     end_parallel(par, &filter.warnings, common)
+}
+
+/// The progress bar the command line asked for (or the default for this input).
+fn progress(common: &Common, reader: &CaptureReader) -> Option<Progress> {
+    Progress::new(
+        common.progress,
+        common.no_progress,
+        reader.input_len(),
+        "reading",
+    )
 }
 
 /// The parallel run's settings.
@@ -211,12 +216,7 @@ pub fn analyze_storage<T: StorageSink>(
     storage: &mut T,
     stop: impl Fn(&T) -> bool,
 ) -> Result<Outcome> {
-    let progress = Progress::new(
-        common.progress,
-        common.no_progress,
-        reader.input_len(),
-        "reading",
-    );
+    let progress = progress(common, &reader);
     let mut nothing = NoEvents;
     let mut filter = Filter::new(&mut nothing, common);
     let job = job(common, common.worker_threads(), plan, cfg, progress);
