@@ -372,7 +372,7 @@ impl Framer {
             // bulk transfer, calling `plausible` at every byte was most of the framer's time).
             if let Some(b) = first {
                 let ahead = bytes.get(i..limit).unwrap_or_default();
-                match ahead.iter().position(|&x| x == b) {
+                match memchr::memchr(b, ahead) {
                     Some(k) => i += k,
                     None => break,
                 }

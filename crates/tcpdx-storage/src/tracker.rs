@@ -263,38 +263,41 @@ impl<S: StorageSink> Tracker<S> {
         }
     }
 
-    /// Opens the connection's state if its port maps to a parser; false if not storage.
-    fn open(&mut self, a: &SegmentAnalysis) -> bool {
-        // Tracked connections first: one lookup for every segment of a storage connection.
-        if self.conns.contains_key(&a.stream) {
-            return true;
-        }
-        if self.skip.contains(&a.stream) {
-            return false;
-        }
-        {
-            let Some(decoder) = self.cfg.decoder(a) else {
-                self.skip.insert(a.stream);
-                return false;
-            };
-            let state = match decoder {
-                Decoder::Rpc => State::Rpc(RpcConn::new(self.cfg.max_outstanding)),
-                Decoder::Smb2 => State::Smb2(Smb2Conn::new(self.cfg.max_outstanding)),
-                Decoder::Iscsi => State::Iscsi(IscsiConn::new(self.cfg.max_outstanding)),
-            };
-            let cap = self.cfg.reassembly_cap;
-            self.conns.insert(
-                a.stream,
-                Conn {
+    /// The connection's state, opened on its first segment if its port maps to a parser;
+    /// `None` if it is not storage. One hash lookup per segment of a tracked connection.
+    /// (An associated function over the fields it needs, so the sink stays borrowable.)
+    fn open<'a>(
+        conns: &'a mut FxHashMap<StreamId, Conn>,
+        skip: &mut rustc_hash::FxHashSet<StreamId>,
+        cfg: &StorageConfig,
+        a: &SegmentAnalysis,
+    ) -> Option<&'a mut Conn> {
+        use std::collections::hash_map::Entry;
+        match conns.entry(a.stream) {
+            Entry::Occupied(o) => Some(o.into_mut()),
+            Entry::Vacant(v) => {
+                if skip.contains(&a.stream) {
+                    return None;
+                }
+                let Some(decoder) = cfg.decoder(a) else {
+                    skip.insert(a.stream);
+                    return None;
+                };
+                let state = match decoder {
+                    Decoder::Rpc => State::Rpc(RpcConn::new(cfg.max_outstanding)),
+                    Decoder::Smb2 => State::Smb2(Smb2Conn::new(cfg.max_outstanding)),
+                    Decoder::Iscsi => State::Iscsi(IscsiConn::new(cfg.max_outstanding)),
+                };
+                let cap = cfg.reassembly_cap;
+                Some(v.insert(Conn {
                     reasm: [Reassembler::new(cap), Reassembler::new(cap)],
                     framers: [Framer::new(false), Framer::new(false)],
                     data_seen: [false; 2],
                     state,
                     finished: false,
-                },
-            );
+                }))
+            }
         }
-        true
     }
 }
 
@@ -347,13 +350,10 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         self.last_ts = Some(a.ts);
         let stream = a.stream;
         let flags = TcpFlags(a.tcp_flags);
-        if !self.open(a) {
-            return;
-        }
-        self.sink.tcp_segment(a);
-        let Some(conn) = self.conns.get_mut(&stream) else {
+        let Some(conn) = Self::open(&mut self.conns, &mut self.skip, &self.cfg, a) else {
             return;
         };
+        self.sink.tcp_segment(a);
         if flags.syn() && !*a.dir.of(&conn.data_seen) {
             a.dir.of_mut(&mut conn.reasm).syn(a.seq);
             *a.dir.of_mut(&mut conn.framers) = Framer::new(true);
@@ -368,10 +368,7 @@ impl<S: StorageSink> EventSink for Tracker<S> {
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
-        if !self.open(a) {
-            return;
-        }
-        let Some(conn) = self.conns.get_mut(&stream) else {
+        let Some(conn) = Self::open(&mut self.conns, &mut self.skip, &self.cfg, a) else {
             return;
         };
         *a.dir.of_mut(&mut conn.data_seen) = true;
