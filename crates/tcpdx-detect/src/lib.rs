@@ -268,9 +268,7 @@ impl Diagnoser {
 fn diagnose(mut c: ConnTracker) -> Diagnosed {
     c.finish();
     for s in &mut c.senders {
-        if s.rounds.len() <= infer::rounds::DECODE_ALL_MAX_ROUNDS {
-            s.rounds.decode_all();
-        }
+        s.rounds.prepare();
     }
     let budget = budget::connection_budget(&c);
     let cx = ConnContext::new(&c, &budget);

@@ -85,13 +85,17 @@ impl ChunkStore for MemStore {
 pub const RESIDENT_CHUNKS: usize = 4;
 
 /// How much a diagnoser keeps in memory per sender: chunks of `chunk_rounds` rounds, of
-/// which `resident_chunks` full ones stay before they are written out together.
+/// which `resident_chunks` full ones stay before they are written out together; and how
+/// many rounds a connection may have to be decoded at once for its diagnosis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpillPolicy {
     /// Rounds per encoded chunk (at least 1).
     pub chunk_rounds: usize,
     /// Full chunks kept in memory (0: each is written as soon as it is full).
     pub resident_chunks: usize,
+    /// A sender with more rounds is decoded a blob at a time on every walk of its
+    /// diagnosis instead of once into a list.
+    pub decode_all_max_rounds: usize,
 }
 
 impl Default for SpillPolicy {
@@ -99,17 +103,20 @@ impl Default for SpillPolicy {
         Self {
             chunk_rounds: crate::infer::rounds::CHUNK,
             resident_chunks: RESIDENT_CHUNKS,
+            decode_all_max_rounds: crate::infer::rounds::DECODE_ALL_MAX_ROUNDS,
         }
     }
 }
 
 impl SpillPolicy {
-    /// Everything written out at once, one round per chunk: exercises the store on tiny
-    /// inputs (tests; `TCPDX_SPILL_TINY` in the CLI).
+    /// Everything written out at once, one round per chunk, and every diagnosis reading
+    /// the rounds back on each walk: exercises the store on tiny inputs (tests;
+    /// `TCPDX_SPILL_TINY` in the CLI).
     pub fn tiny() -> Self {
         Self {
             chunk_rounds: 1,
             resident_chunks: 0,
+            decode_all_max_rounds: 0,
         }
     }
 }

@@ -221,6 +221,19 @@ impl Rounds {
         }
     }
 
+    /// Before a diagnosis: decodes every round into a list if there are few enough
+    /// ([`DECODE_ALL_MAX_ROUNDS`] or the spill's policy), else leaves them to be decoded on
+    /// each walk, so that diagnosing a long connection does not take memory in proportion.
+    pub fn prepare(&mut self) {
+        let max = self
+            .spill
+            .as_ref()
+            .map_or(DECODE_ALL_MAX_ROUNDS, |s| s.policy().decode_all_max_rounds);
+        if self.len <= max {
+            self.decode_all();
+        }
+    }
+
     /// Frees the encoded chunks and the blobs in the store (the rounds are gone but for a
     /// list [`Rounds::decode_all`] made; end of diagnosis).
     pub fn release(&mut self) {
@@ -550,6 +563,7 @@ mod tests {
             SpillPolicy {
                 chunk_rounds: 3,
                 resident_chunks: 2,
+                decode_all_max_rounds: 0,
             },
         ] {
             let (sp, mut r) = spilling(policy);
