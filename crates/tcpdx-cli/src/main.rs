@@ -9,6 +9,7 @@ mod flags;
 mod parallel;
 mod progress;
 mod run;
+mod spill;
 
 use std::process::ExitCode;
 

@@ -17,6 +17,7 @@
 //! segments where a single diagnoser would look, so the result is the single-thread one.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
@@ -28,7 +29,7 @@ use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowSummary, FrameInput, InputStats, SegmentAnalysis,
     SegmentDetail, StreamId, Warning,
 };
-use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing};
+use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing, Spill};
 use tcpdx_report::{CsvTail, Line};
 use tcpdx_storage::findings::TcpLogs;
 use tcpdx_storage::{
@@ -120,6 +121,8 @@ enum WorkerMsg {
 /// What a worker's diagnoser and storage tracker leave at the end.
 struct Tail {
     listing: Option<Listing>,
+    /// The diagnoser's spill (to check for errors).
+    spill: Option<Arc<Spill>>,
     tcp_logs: Option<TcpLogs>,
     /// The tracker's last events (unanswered requests), in its stream order.
     finish: Vec<Recorded>,
@@ -184,6 +187,8 @@ pub struct Parts {
     pub listing: Option<Listing>,
     /// [`Plan::Diagnose`]: the storage connections' TCP logs (for the storage evidence).
     pub tcp_logs: Option<TcpLogs>,
+    /// [`Plan::Diagnose`]: the workers' spills (check them for errors).
+    pub spills: Vec<Arc<Spill>>,
     /// Time of the last segment the storage trackers saw (a single tracker's `last_ts`).
     pub last_segment_ts: Option<Timestamp>,
 }
@@ -375,7 +380,9 @@ impl Local {
     fn new(plan: Plan, cfg: &StorageConfig) -> Self {
         match plan {
             Plan::Diagnose => Local::Diagnose(Box::new(Diagnosing::with_parts(
-                Diagnoser::new().swept_by_caller(),
+                Diagnoser::new()
+                    .swept_by_caller()
+                    .spilling_to(crate::spill::new_spill()),
                 cfg.clone(),
                 WorkerStorage {
                     rec: Recorder::default(),
@@ -412,18 +419,20 @@ impl Local {
 
     /// End of input: the diagnoser's listing and the tracker's last events.
     fn finish(self, last: Option<(FrameNo, Timestamp)>) -> Option<Box<Tail>> {
-        let (listing, mut tracker) = match self {
+        let (listing, spill, mut tracker) = match self {
             Local::None => return None,
             Local::Diagnose(d) => {
                 let (diag, tracker) = (*d).into_parts();
-                (Some(diag.into_listing()), tracker)
+                let spill = diag.spill().clone();
+                (Some(diag.into_listing()), Some(spill), tracker)
             }
-            Local::Storage(t) => (None, t),
+            Local::Storage(t) => (None, None, t),
         };
         tracker.finish();
         let sink = tracker.into_sink();
         Some(Box::new(Tail {
             listing,
+            spill,
             tcp_logs: sink.logs,
             finish: sink.rec.events,
             last,
@@ -765,6 +774,7 @@ pub fn run<S: EventSink, T: StorageSink>(
                     let Some(tail) = tail else { continue };
                     let Tail {
                         listing: l,
+                        spill,
                         tcp_logs,
                         finish: events,
                         last: l_last,
@@ -776,6 +786,7 @@ pub fn run<S: EventSink, T: StorageSink>(
                             None => parts.listing = Some(l),
                         }
                     }
+                    parts.spills.extend(spill);
                     if let Some(mut logs) = tcp_logs {
                         logs.renumber(|s| StreamId(ids.get(w, s.0)));
                         parts

@@ -15,8 +15,10 @@ pub mod detectors;
 pub mod finding;
 pub mod infer;
 pub mod listing;
+pub mod spill;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -26,6 +28,7 @@ pub use budget::{ConnBudget, State, TimeBudget};
 pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
 pub use infer::{CapturePoint, ConnTracker};
 pub use listing::Listing;
+pub use spill::{ChunkStore, MemStore, Spill, SpillPolicy};
 
 use detectors::{ConnContext, DETECTORS};
 use listing::Diagnosed;
@@ -159,6 +162,8 @@ pub struct Diagnoser {
     /// The caller sweeps ([`Diagnoser::sweep`]) instead of every [`CLOSED_SWEEP_EVERY`]
     /// segments.
     caller_sweeps: bool,
+    /// Where the live connections' long-term state goes beyond a small budget.
+    spill: Arc<Spill>,
 }
 
 /// Segments between two looks for closed, idle connections (tcpdx choice: the map walk
@@ -185,7 +190,15 @@ impl Diagnoser {
             closed: Vec::new(),
             since_sweep: 0,
             caller_sweeps: false,
+            spill: Arc::default(),
         }
+    }
+
+    /// Spills into `spill` (shared by this diagnoser's connections only) instead of memory:
+    /// the caller keeps a handle to check [`Spill::take_error`] once it has finished.
+    pub fn spilling_to(mut self, spill: Arc<Spill>) -> Self {
+        self.spill = spill;
+        self
     }
 
     /// Leaves the looks for closed connections to the caller ([`Diagnoser::sweep`]): one
@@ -219,6 +232,11 @@ impl Diagnoser {
         }
     }
 
+    /// The spill this diagnoser writes to.
+    pub fn spill(&self) -> &Arc<Spill> {
+        &self.spill
+    }
+
     fn is_closed_stream(&self, s: u32) -> bool {
         self.closed
             .get(s as usize / 64)
@@ -250,7 +268,7 @@ impl Diagnoser {
 fn diagnose(mut c: ConnTracker) -> Diagnosed {
     c.finish();
     for s in &mut c.senders {
-        s.rounds.decode_all();
+        s.rounds.prepare();
     }
     let budget = budget::connection_budget(&c);
     let cx = ConnContext::new(&c, &budget);
@@ -259,6 +277,9 @@ fn diagnose(mut c: ConnTracker) -> Diagnosed {
         findings.extend(detectors::path_limited::detect(&cx));
     }
     let inference = inference(&cx);
+    for s in &mut c.senders {
+        s.rounds.release();
+    }
     Diagnosed::new(c.stream, findings, inference, budget)
 }
 
@@ -274,7 +295,10 @@ impl EventSink for Diagnoser {
     }
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         if !self.is_closed_stream(a.stream.0) {
-            self.conns.entry(a.stream.0).or_default().on_segment(a, d);
+            self.conns
+                .entry(a.stream.0)
+                .or_insert_with(|| ConnTracker::spilling_to(&self.spill))
+                .on_segment(a, d);
         }
         self.since_sweep += 1;
         if self.since_sweep >= CLOSED_SWEEP_EVERY {

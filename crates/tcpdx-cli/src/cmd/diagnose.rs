@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tcpdx_detect::{Diagnosis, Listing, Severity};
+use tcpdx_detect::{Diagnoser, Diagnosis, Listing, Severity};
 use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text};
 
 use tcpdx_storage::findings::{StorageEvidence, add_findings};
@@ -32,12 +32,18 @@ pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
         if let Some(logs) = out.parts.tcp_logs {
             evidence.add_tcp_logs(logs);
         }
+        crate::spill::check(&out.parts.spills)?;
         let listing = out.parts.listing;
         let mut d = listing.map(Listing::into_diagnosis).unwrap_or_default();
         add_findings(&evidence, &mut d);
         return Ok(d);
     }
-    let mut both = Diagnosing::new(StorageConfig::default());
+    let spill = crate::spill::new_spill();
+    let mut both = Diagnosing::with_parts(
+        Diagnoser::new().spilling_to(spill.clone()),
+        StorageConfig::default(),
+        StorageEvidence::new(),
+    );
     let (stop, no_rows) = (
         |_: &Diagnosing| false,
         |_: &mut Diagnosing, _, _, _: &[u8]| {},
@@ -50,7 +56,9 @@ pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
         Plan::Serial,
         no_rows,
     )?;
-    Ok(both.finish())
+    let d = both.finish();
+    crate::spill::check([&spill])?;
+    Ok(d)
 }
 
 /// Runs `tcpdx diagnose`.

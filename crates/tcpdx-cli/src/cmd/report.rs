@@ -11,8 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning};
+use tcpdx_detect::Diagnoser;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
+use tcpdx_storage::findings::StorageEvidence;
 use tcpdx_storage::{Diagnosing, StorageConfig};
 
 use crate::flags::ReportArgs;
@@ -51,8 +53,13 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let all = a.common(Vec::new());
+    let spill = crate::spill::new_spill();
     let mut survey = Survey {
-        diag: Diagnosing::new(StorageConfig::default()),
+        diag: Diagnosing::with_parts(
+            Diagnoser::new().spilling_to(spill.clone()),
+            StorageConfig::default(),
+            StorageEvidence::new(),
+        ),
         top: TopBytes::new(a.top),
     };
     let outcome = analyze_with(
@@ -64,6 +71,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         |_, _, _, _| {},
     )?;
     let diagnosis = survey.diag.finish();
+    crate::spill::check([&spill])?;
     let chosen = choose(&diagnosis, &survey.top, a.top, &a.streams);
 
     let mut sections = Vec::new();

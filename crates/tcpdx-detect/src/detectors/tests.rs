@@ -11,14 +11,31 @@ use crate::{Diagnoser, Diagnosis};
 
 const MSS: u32 = 1448;
 
+/// The diagnosis of `t`; the same with every round spilled to the store and read back on
+/// each walk (checked here, so that every scenario checks it).
 fn diagnose(t: &Script) -> Diagnosis {
-    let mut a = Analyzer::new(AnalyzerConfig::default());
-    let mut d = Diagnoser::new();
-    for f in t.frames() {
-        a.handle_frame(&f.as_frame(), &mut d);
-    }
-    a.handle_end(&mut d);
-    d.finish()
+    let run = |mut d: Diagnoser| {
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        for f in t.frames() {
+            a.handle_frame(&f.as_frame(), &mut d);
+        }
+        a.handle_end(&mut d);
+        d.finish()
+    };
+    let want = run(Diagnoser::new());
+    let spill = std::sync::Arc::new(crate::Spill::new(
+        Box::<crate::MemStore>::default(),
+        crate::SpillPolicy::tiny(),
+    ));
+    let spilled = run(Diagnoser::new().spilling_to(spill.clone()));
+    assert_eq!(want, spilled, "spilling changed the diagnosis");
+    assert!(spill.take_error().is_none());
+    assert_eq!(
+        spill.live_blobs(),
+        0,
+        "every blob freed after the diagnosis"
+    );
+    want
 }
 
 #[track_caller]

@@ -160,6 +160,15 @@ pub struct ConnTracker {
 }
 
 impl ConnTracker {
+    /// A new connection whose senders' rounds spill into `spill` beyond its policy.
+    pub fn spilling_to(spill: &std::sync::Arc<crate::spill::Spill>) -> Self {
+        let mut c = Self::default();
+        for s in &mut c.senders {
+            s.rounds = Rounds::spilling_to(spill.clone());
+        }
+        c
+    }
+
     /// Best estimate of the path round trip so far: the handshake's, else the smallest
     /// ACK delay seen (exact when the capture is next to the data sender), else 0.
     pub fn path_rtt(&self) -> i64 {

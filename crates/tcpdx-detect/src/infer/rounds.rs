@@ -5,16 +5,29 @@
 //! and fresh pages ~10% of its time. Encoded, a typical round takes 10-16 bytes; chunks of
 //! [`CHUNK`] rounds never move once written and each starts from a clean state, so
 //! iteration can start at any chunk. Lossless: every field decodes to its exact value.
-//! Diagnosis walks the rounds a dozen times, so it first decodes them once
-//! ([`Rounds::decode_all`]) into a plain list that lives only while the connection is
-//! diagnosed.
+//!
+//! Given a [`Spill`], only the last few chunks stay in memory ([`SpillPolicy`]): full ones
+//! are written to the spill's store as one blob, so a live connection's memory does not
+//! depend on its length. Iteration reads the blobs back one at a time.
+//! Diagnosis walks the rounds a dozen times, so a connection of at most
+//! [`DECODE_ALL_MAX_ROUNDS`] rounds is first decoded once ([`Rounds::decode_all`]) into a
+//! plain list that lives only while it is diagnosed; a longer one is decoded on every walk,
+//! a blob at a time.
+
+use std::sync::Arc;
 
 use integer_encoding::VarInt;
 
 use super::Round;
+use crate::spill::{BlobRef, Spill};
 
 /// Rounds per chunk (tcpdx choice: iteration from an index decodes under one chunk to skip).
-const CHUNK: usize = 256;
+pub const CHUNK: usize = 256;
+
+/// Rounds of a connection decoded into a plain list for its diagnosis (tcpdx choice: 72
+/// bytes each, ~2.4 MB; longer connections decode a blob at a time on each walk, so that
+/// the diagnosis of a long connection does not need memory in proportion to it).
+pub const DECODE_ALL_MAX_ROUNDS: usize = 32_768;
 
 /// Flag bits of a round's first byte.
 const RWND_LIMITED: u8 = 1;
@@ -37,9 +50,24 @@ struct Chunk {
     len: usize,
 }
 
+/// Chunks written to the spill's store as one blob: `[len: u32 LE][bytes]` per chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Blob {
+    at: BlobRef,
+    /// Index of its first round.
+    first: usize,
+}
+
 /// A sender's rounds in order: append, length, the latest, and iteration from any index.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Rounds {
+    /// Where full chunks go (none: all stay in memory).
+    spill: Option<Arc<Spill>>,
+    /// Blobs written, in order.
+    blobs: Vec<Blob>,
+    /// Rounds in the blobs.
+    spilled: usize,
+    /// The chunks in memory, after the blobs' (all full but the last).
     chunks: Vec<Chunk>,
     len: usize,
     last: Option<Round>,
@@ -54,6 +82,46 @@ fn put<V: VarInt>(out: &mut Vec<u8>, v: V) {
 }
 
 impl Rounds {
+    /// No rounds yet; full chunks beyond `spill`'s policy go to its store.
+    pub fn spilling_to(spill: Arc<Spill>) -> Self {
+        Self {
+            spill: Some(spill),
+            ..Self::default()
+        }
+    }
+
+    fn chunk_rounds(&self) -> usize {
+        self.spill
+            .as_ref()
+            .map_or(CHUNK, |s| s.policy().chunk_rounds)
+    }
+
+    /// Writes the full chunks in memory to the store as one blob, if the policy says so.
+    fn maybe_spill(&mut self) {
+        let Some(sp) = &self.spill else {
+            return;
+        };
+        if self.chunks.len() <= sp.policy().resident_chunks {
+            return;
+        }
+        let mut blob = Vec::with_capacity(self.chunks.iter().map(|c| c.bytes.len() + 4).sum());
+        let mut rounds = 0;
+        for c in &self.chunks {
+            blob.extend_from_slice(&(c.bytes.len() as u32).to_le_bytes());
+            blob.extend_from_slice(&c.bytes);
+            rounds += c.len;
+        }
+        // On a store error the chunks stay in memory (the spill keeps the error).
+        if let Some(at) = sp.put(&blob) {
+            self.blobs.push(Blob {
+                at,
+                first: self.spilled,
+            });
+            self.spilled += rounds;
+            self.chunks.clear();
+        }
+    }
+
     /// Appends a round.
     pub fn push(&mut self, r: Round) {
         if let Some(d) = &mut self.decoded {
@@ -62,15 +130,17 @@ impl Rounds {
             self.last = Some(r);
             return;
         }
-        let fresh = self.chunks.last().is_none_or(|c| c.len >= CHUNK);
+        let per_chunk = self.chunk_rounds();
+        let fresh = self.chunks.last().is_none_or(|c| c.len >= per_chunk);
         if fresh {
-            // A full chunk is final: give back its growth slack.
+            // A full chunk is final: give back its growth slack, or write it out.
             if let Some(full) = self.chunks.last_mut() {
                 full.bytes.shrink_to_fit();
             }
+            self.maybe_spill();
             // Sized for typical rounds, so most chunks never reallocate.
             self.chunks.push(Chunk {
-                bytes: Vec::with_capacity(CHUNK * 14),
+                bytes: Vec::with_capacity(per_chunk * 14),
                 len: 0,
             });
         }
@@ -131,19 +201,50 @@ impl Rounds {
         self.last.as_ref()
     }
 
-    /// Bytes the encoded rounds take (for tests and the memory notes).
+    /// Bytes the encoded rounds take in memory (for tests and the memory notes).
     pub fn encoded_bytes(&self) -> usize {
         self.chunks.iter().map(|c| c.bytes.len()).sum()
     }
 
-    /// Decodes every round into a plain list (freeing the encoded chunks), so that the
-    /// many walks of a diagnosis read memory instead of decoding again.
+    /// Rounds written to the spill's store.
+    pub fn spilled(&self) -> usize {
+        self.spilled
+    }
+
+    /// Decodes every round into a plain list (freeing the encoded chunks and blobs), so
+    /// that the many walks of a diagnosis read memory instead of decoding again.
     pub fn decode_all(&mut self) {
         if self.decoded.is_none() {
             let all: Vec<Round> = self.iter().collect();
+            self.release();
             self.decoded = Some(all);
-            self.chunks = Vec::new();
         }
+    }
+
+    /// Before a diagnosis: decodes every round into a list if there are few enough
+    /// ([`DECODE_ALL_MAX_ROUNDS`] or the spill's policy), else leaves them to be decoded on
+    /// each walk, so that diagnosing a long connection does not take memory in proportion.
+    pub fn prepare(&mut self) {
+        let max = self
+            .spill
+            .as_ref()
+            .map_or(DECODE_ALL_MAX_ROUNDS, |s| s.policy().decode_all_max_rounds);
+        if self.len <= max {
+            self.decode_all();
+        }
+    }
+
+    /// Frees the encoded chunks and the blobs in the store (the rounds are gone but for a
+    /// list [`Rounds::decode_all`] made; end of diagnosis).
+    pub fn release(&mut self) {
+        if let Some(sp) = &self.spill {
+            for b in self.blobs.drain(..) {
+                sp.free(b.at);
+            }
+        }
+        self.blobs = Vec::new();
+        self.chunks = Vec::new();
+        self.spilled = 0;
     }
 
     /// All rounds in order.
@@ -157,14 +258,33 @@ impl Rounds {
             return Iter::Plain(d.get(first..).unwrap_or_default().iter());
         }
         let mut it = Decoder {
-            chunks: self.chunks.get(first / CHUNK..).unwrap_or_default(),
+            rounds: self,
+            cur: Cur::None,
             pos: 0,
             prev: Prev::default(),
+            blob: self.blobs.len(),
+            buf: Vec::new(),
+            buf_next: 0,
+            chunk: 0,
         };
-        for _ in 0..first % CHUNK {
-            if it.next().is_none() {
-                break;
+        let per_chunk = self.chunk_rounds();
+        let mut skip = if first < self.spilled {
+            // The blob holding `first`, then whole chunks inside it by their headers.
+            let b = self.blobs.partition_point(|b| b.first <= first) - 1;
+            it.blob = b;
+            it.load_blob();
+            let mut skip = first - self.blobs.get(b).map_or(0, |b| b.first);
+            while skip >= per_chunk && it.skip_blob_chunk() {
+                skip -= per_chunk;
             }
+            skip
+        } else {
+            let i = (first - self.spilled) / per_chunk;
+            it.chunk = i;
+            first - self.spilled - i * per_chunk
+        };
+        while skip > 0 && it.next().is_some() {
+            skip -= 1;
         }
         Iter::Encoded(it)
     }
@@ -191,67 +311,147 @@ impl Iterator for Iter<'_> {
     }
 }
 
-/// Decodes rounds from the chunks.
+/// Where the chunk being decoded is.
+#[derive(Clone, Copy, Debug)]
+enum Cur {
+    /// None yet (or the input ended).
+    None,
+    /// In the loaded blob, up to this offset.
+    Blob(usize),
+    /// The chunk in memory at this index.
+    Mem(usize),
+}
+
+/// Decodes rounds from the blobs (read back one at a time), then the chunks in memory.
 #[derive(Clone, Debug)]
 pub struct Decoder<'a> {
-    /// The current chunk first.
-    chunks: &'a [Chunk],
+    rounds: &'a Rounds,
+    cur: Cur,
     /// Read position in the current chunk's bytes.
     pos: usize,
     prev: Prev,
+    /// Next blob to read back.
+    blob: usize,
+    /// The blob read back.
+    buf: Vec<u8>,
+    /// Offset of the next chunk's header in `buf`.
+    buf_next: usize,
+    /// Next chunk in memory.
+    chunk: usize,
 }
 
 impl Decoder<'_> {
-    fn take<V: VarInt>(&mut self, bytes: &[u8]) -> Option<V> {
-        let (v, n) = V::decode_var(bytes.get(self.pos..)?)?;
-        self.pos += n;
-        Some(v)
+    /// Reads back blob `self.blob` (empty on a store error: the spill keeps it).
+    fn load_blob(&mut self) {
+        self.buf.clear();
+        self.buf_next = 0;
+        if let (Some(b), Some(sp)) = (self.rounds.blobs.get(self.blob), &self.rounds.spill) {
+            sp.get(b.at, &mut self.buf);
+        }
+        self.blob += 1;
     }
+
+    /// The next chunk's header in the loaded blob: its end, and moves past it.
+    fn blob_chunk(&mut self) -> Option<(usize, usize)> {
+        let at = self.buf_next;
+        let len = self.buf.get(at..at + 4)?;
+        let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+        let start = at + 4;
+        let end = (start + len).min(self.buf.len());
+        self.buf_next = end;
+        Some((start, end))
+    }
+
+    /// Skips the next chunk of the loaded blob without decoding it.
+    fn skip_blob_chunk(&mut self) -> bool {
+        self.blob_chunk().is_some()
+    }
+
+    /// Moves to the next chunk; false at the end.
+    fn advance(&mut self) -> bool {
+        self.prev = Prev::default();
+        loop {
+            if self.buf_next < self.buf.len()
+                && let Some((start, end)) = self.blob_chunk()
+            {
+                self.cur = Cur::Blob(end);
+                self.pos = start;
+                return true;
+            }
+            if self.blob < self.rounds.blobs.len() {
+                self.load_blob();
+                continue;
+            }
+            if self.chunk < self.rounds.chunks.len() {
+                self.cur = Cur::Mem(self.chunk);
+                self.pos = 0;
+                self.chunk += 1;
+                return true;
+            }
+            self.cur = Cur::None;
+            return false;
+        }
+    }
+}
+
+fn take<V: VarInt>(b: &[u8], pos: &mut usize) -> Option<V> {
+    let (v, n) = V::decode_var(b.get(*pos..)?)?;
+    *pos += n;
+    Some(v)
+}
+
+/// Decodes the round at `pos` of `b`, against `prev`.
+fn decode(b: &[u8], pos: &mut usize, prev: &mut Prev) -> Option<Round> {
+    let flags = *b.get(*pos)?;
+    *pos += 1;
+    let start = prev.end.wrapping_add(take::<i64>(b, pos)?);
+    let end = start.wrapping_add(take::<i64>(b, pos)?);
+    let pkts = take(b, pos)?;
+    let bytes = take(b, pos)?;
+    let acked = take(b, pos)?;
+    let retx = if flags & NO_RETX != 0 {
+        0
+    } else {
+        take(b, pos)?
+    };
+    let rcv_window = if flags & SAME_WINDOW != 0 {
+        prev.rcv_window
+    } else {
+        take(b, pos)?
+    };
+    let max_in_flight = take(b, pos)?;
+    *prev = Prev { end, rcv_window };
+    Some(Round {
+        start,
+        end,
+        pkts,
+        bytes,
+        acked,
+        retx,
+        rwnd_limited: flags & RWND_LIMITED != 0,
+        in_recovery: flags & IN_RECOVERY != 0,
+        rcv_window,
+        max_in_flight,
+    })
 }
 
 impl Iterator for Decoder<'_> {
     type Item = Round;
 
     fn next(&mut self) -> Option<Round> {
-        let mut chunk = self.chunks.first()?;
-        if self.pos >= chunk.bytes.len() {
-            self.chunks = self.chunks.get(1..)?;
-            chunk = self.chunks.first()?;
-            self.pos = 0;
-            self.prev = Prev::default();
+        loop {
+            let b: &[u8] = match self.cur {
+                Cur::Blob(end) => self.buf.get(..end).unwrap_or_default(),
+                Cur::Mem(i) => self.rounds.chunks.get(i).map_or(&[], |c| &c.bytes),
+                Cur::None => &[],
+            };
+            if self.pos < b.len() {
+                return decode(b, &mut self.pos, &mut self.prev);
+            }
+            if !self.advance() {
+                return None;
+            }
         }
-        let b = &chunk.bytes;
-        let flags = *b.get(self.pos)?;
-        self.pos += 1;
-        let start = self.prev.end.wrapping_add(self.take::<i64>(b)?);
-        let end = start.wrapping_add(self.take::<i64>(b)?);
-        let pkts = self.take(b)?;
-        let bytes = self.take(b)?;
-        let acked = self.take(b)?;
-        let retx = if flags & NO_RETX != 0 {
-            0
-        } else {
-            self.take(b)?
-        };
-        let rcv_window = if flags & SAME_WINDOW != 0 {
-            self.prev.rcv_window
-        } else {
-            self.take(b)?
-        };
-        let max_in_flight = self.take(b)?;
-        self.prev = Prev { end, rcv_window };
-        Some(Round {
-            start,
-            end,
-            pkts,
-            bytes,
-            acked,
-            retx,
-            rwnd_limited: flags & RWND_LIMITED != 0,
-            in_recovery: flags & IN_RECOVERY != 0,
-            rcv_window,
-            max_in_flight,
-        })
     }
 }
 
@@ -266,16 +466,23 @@ impl<'a> IntoIterator for &'a Rounds {
 impl FromIterator<Round> for Rounds {
     fn from_iter<I: IntoIterator<Item = Round>>(iter: I) -> Self {
         let mut r = Rounds::default();
-        for x in iter {
-            r.push(x);
-        }
+        r.extend(iter);
         r
+    }
+}
+
+impl Extend<Round> for Rounds {
+    fn extend<I: IntoIterator<Item = Round>>(&mut self, iter: I) {
+        for x in iter {
+            self.push(x);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spill::{MemStore, RESIDENT_CHUNKS, SpillPolicy};
 
     /// Rounds with every field varying, including extremes and negative gaps.
     fn round(i: usize) -> Round {
@@ -339,6 +546,90 @@ mod tests {
         r.push(round(n));
         assert_eq!(r.len(), n + 1);
         assert_eq!(r.iter_from(n).collect::<Vec<_>>(), vec![round(n)]);
+    }
+
+    fn spilling(policy: SpillPolicy) -> (Arc<Spill>, Rounds) {
+        let sp = Arc::new(Spill::new(Box::<MemStore>::default(), policy));
+        (sp.clone(), Rounds::spilling_to(sp))
+    }
+
+    #[test]
+    fn spilled_rounds_read_back_exactly_from_any_index() {
+        let n = CHUNK * 13 + 7;
+        let want: Vec<Round> = (0..n).map(round).collect();
+        for policy in [
+            SpillPolicy::default(),
+            SpillPolicy::tiny(),
+            SpillPolicy {
+                chunk_rounds: 3,
+                resident_chunks: 2,
+                decode_all_max_rounds: 0,
+            },
+        ] {
+            let (sp, mut r) = spilling(policy);
+            r.extend(want.iter().copied());
+            assert!(r.spilled() > 0, "{policy:?}");
+            assert!(sp.live_blobs() > 0);
+            // At most the resident chunks and the one being filled stay in memory.
+            let resident = r.len() - r.spilled();
+            assert!(
+                resident <= (policy.resident_chunks + 1) * policy.chunk_rounds,
+                "{policy:?}: {resident} rounds in memory"
+            );
+            assert_eq!(r.iter().collect::<Vec<_>>(), want, "{policy:?}");
+            for first in (0..n + 3)
+                .step_by(97)
+                .chain([n - 1, n, r.spilled(), CHUNK * 4])
+            {
+                let got: Vec<Round> = r.iter_from(first).take(600).collect();
+                let end = (first + 600).min(n);
+                assert_eq!(
+                    got,
+                    want.get(first..end).unwrap_or_default(),
+                    "{policy:?} from {first}"
+                );
+            }
+            r.decode_all();
+            assert_eq!(sp.live_blobs(), 0, "blobs freed once decoded");
+            assert_eq!(r.iter().collect::<Vec<_>>(), want);
+            assert!(sp.take_error().is_none());
+        }
+    }
+
+    #[test]
+    fn default_policy_keeps_a_few_chunks_in_memory() {
+        let (sp, mut r) = spilling(SpillPolicy::default());
+        r.extend((0..100_000).map(round));
+        assert!(r.len() - r.spilled() <= (RESIDENT_CHUNKS + 1) * CHUNK);
+        assert!(r.encoded_bytes() < 100_000, "{} bytes", r.encoded_bytes());
+        assert!(sp.bytes_written() > 1_000_000);
+        r.release();
+        assert_eq!(sp.live_blobs(), 0);
+    }
+
+    /// A store whose puts fail from the start and whose reads fail.
+    #[derive(Debug)]
+    struct Broken;
+
+    impl crate::spill::ChunkStore for Broken {
+        fn put(&mut self, _: &[u8]) -> std::io::Result<BlobRef> {
+            Err(std::io::Error::other("no space left"))
+        }
+        fn get(&mut self, _: BlobRef, _: &mut Vec<u8>) -> std::io::Result<()> {
+            Err(std::io::Error::other("unreadable"))
+        }
+        fn free(&mut self, _: BlobRef) {}
+    }
+
+    #[test]
+    fn a_failing_store_keeps_the_rounds_in_memory_and_reports() {
+        let sp = Arc::new(Spill::new(Box::new(Broken), SpillPolicy::tiny()));
+        let mut r = Rounds::spilling_to(sp.clone());
+        let want: Vec<Round> = (0..50).map(round).collect();
+        r.extend(want.iter().copied());
+        assert_eq!(r.spilled(), 0);
+        assert_eq!(r.iter().collect::<Vec<_>>(), want);
+        assert_eq!(sp.take_error().unwrap().to_string(), "no space left");
     }
 
     #[test]
