@@ -6,6 +6,8 @@
 //! under the default budget too. A spill file that cannot be written is a one-line error,
 //! exit code 2.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -62,25 +64,10 @@ fn assert_spill_changes_nothing(file: &Path) -> u64 {
     written
 }
 
-fn captures_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            captures_under(&p, out);
-        } else if let Some(name) = p.file_name().and_then(|n| n.to_str())
-            && [".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz", ".pcap.zst"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-        {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn forced_spill_gives_the_same_diagnosis_on_every_fixture() {
     let mut files = Vec::new();
-    captures_under(&repo().join("tests/data"), &mut files);
+    common::captures_under(&repo().join("tests/data"), &mut files);
     files.retain(|f| !f.to_string_lossy().contains("malformed"));
     let lab = files
         .iter()

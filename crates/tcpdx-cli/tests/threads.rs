@@ -6,6 +6,8 @@
 //! enough to trigger expiry sweeps and closed-connection sweeps, with evictions, with many
 //! storage connections, and on every TCP capture of ../shared/corpus.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -67,25 +69,10 @@ const STORAGE: &[&[&str]] = &[
     &["srt", "--transactions"],
 ];
 
-fn captures_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            captures_under(&p, out);
-        } else if let Some(name) = p.file_name().and_then(|n| n.to_str())
-            && [".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz", ".pcap.zst"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-        {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn fixtures_give_the_same_output_for_any_thread_count() {
     let mut files = Vec::new();
-    captures_under(&repo().join("tests/data"), &mut files);
+    common::captures_under(&repo().join("tests/data"), &mut files);
     assert!(files.len() >= 10, "fixtures missing: {files:?}");
     for f in &files {
         assert_same(f, ALL, &[3]);
@@ -95,7 +82,7 @@ fn fixtures_give_the_same_output_for_any_thread_count() {
 #[test]
 fn diagnose_and_srt_give_the_same_output_for_any_thread_count_on_fixtures() {
     let mut files = Vec::new();
-    captures_under(&repo().join("tests/data"), &mut files);
+    common::captures_under(&repo().join("tests/data"), &mut files);
     let storage = files
         .iter()
         .filter(|f| {

@@ -103,3 +103,19 @@ pub fn print_table(rows: &[Vec<String>]) {
         println!("{}", line.join("  ").trim_end());
     }
 }
+
+/// Every capture file (pcap, pcapng, optionally compressed) under `dir`, recursively.
+pub fn captures_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            captures_under(&p, out);
+        } else if let Some(name) = p.file_name().and_then(|n| n.to_str())
+            && [".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz", ".pcap.zst"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+        {
+            out.push(p);
+        }
+    }
+}

@@ -11,17 +11,20 @@ use crate::{Diagnoser, Diagnosis};
 
 const MSS: u32 = 1448;
 
+/// `t` fed through an analyzer into `d`, diagnosed.
+fn run_with(t: &Script, mut d: Diagnoser) -> Diagnosis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for f in t.frames() {
+        a.handle_frame(&f.as_frame(), &mut d);
+    }
+    a.handle_end(&mut d);
+    d.finish()
+}
+
 /// The diagnosis of `t`; the same with every round spilled to the store and read back on
 /// each walk (checked here, so that every scenario checks it).
 fn diagnose(t: &Script) -> Diagnosis {
-    let run = |mut d: Diagnoser| {
-        let mut a = Analyzer::new(AnalyzerConfig::default());
-        for f in t.frames() {
-            a.handle_frame(&f.as_frame(), &mut d);
-        }
-        a.handle_end(&mut d);
-        d.finish()
-    };
+    let run = |d: Diagnoser| run_with(t, d);
     let want = run(Diagnoser::new());
     let spill = std::sync::Arc::new(crate::Spill::new(
         Box::<crate::MemStore>::default(),
@@ -614,14 +617,7 @@ fn beyond_the_listing_bound_connections_are_counted_not_listed() {
         t.after_ms(5).client_sends(1, 100);
         t.after_ms(10).server_acks(AUTO);
     }
-    let run = |mut d: Diagnoser| {
-        let mut a = Analyzer::new(AnalyzerConfig::default());
-        for f in t.frames() {
-            a.handle_frame(&f.as_frame(), &mut d);
-        }
-        a.handle_end(&mut d);
-        d.finish()
-    };
+    let run = |d: Diagnoser| run_with(&t, d);
     let all = run(Diagnoser::new());
     let few = run(Diagnoser::with_max_listed(4));
     assert_eq!(all.connections.len(), 12);
