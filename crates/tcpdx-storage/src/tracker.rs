@@ -161,6 +161,7 @@ enum State {
 
 #[derive(Debug)]
 struct Conn {
+    stream: StreamId,
     reasm: [Reassembler; 2],
     framers: [Framer; 2],
     data_seen: [bool; 2],
@@ -181,7 +182,13 @@ pub struct TrackerStats {
 /// Storage transactions from the core's segment events. See the module doc.
 pub struct Tracker<S> {
     cfg: StorageConfig,
-    conns: FxHashMap<StreamId, Conn>,
+    /// Storage connections in the order they were opened (never removed, so slots stay).
+    conns: Vec<Conn>,
+    /// Stream -> slot in `conns`.
+    slots: FxHashMap<StreamId, usize>,
+    /// The last stream looked up and its slot: a segment's payload follows its row, and
+    /// bulk traffic repeats a stream, so this saves the hash lookup on the hot path.
+    last: Option<(StreamId, usize)>,
     /// Streams already judged not to be storage.
     skip: rustc_hash::FxHashSet<StreamId>,
     started: bool,
@@ -194,7 +201,9 @@ impl<S: StorageSink> Tracker<S> {
     pub fn new(cfg: StorageConfig, sink: S) -> Self {
         Self {
             cfg,
-            conns: FxHashMap::default(),
+            conns: Vec::new(),
+            slots: FxHashMap::default(),
+            last: None,
             skip: Default::default(),
             started: false,
             last_ts: None,
@@ -228,7 +237,7 @@ impl<S: StorageSink> Tracker<S> {
             connections: self.conns.len() as u64,
             ..TrackerStats::default()
         };
-        for c in self.conns.values() {
+        for c in &self.conns {
             for r in &c.reasm {
                 let r = r.stats();
                 s.reassembly.delivered_bytes += r.delivered_bytes;
@@ -242,10 +251,15 @@ impl<S: StorageSink> Tracker<S> {
 
     /// End of input: delivers buffered bytes, reports unanswered requests.
     pub fn finish(&mut self) {
-        let mut streams: Vec<StreamId> = self.conns.keys().copied().collect();
-        streams.sort_unstable();
-        for stream in streams {
-            let Some(conn) = self.conns.get_mut(&stream) else {
+        let mut order: Vec<(StreamId, usize)> = self
+            .conns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.stream, i))
+            .collect();
+        order.sort_unstable();
+        for (stream, slot) in order {
+            let Some(conn) = self.conns.get_mut(slot) else {
                 continue;
             };
             if conn.finished {
@@ -263,41 +277,47 @@ impl<S: StorageSink> Tracker<S> {
         }
     }
 
-    /// The connection's state, opened on its first segment if its port maps to a parser;
-    /// `None` if it is not storage. One hash lookup per segment of a tracked connection.
-    /// (An associated function over the fields it needs, so the sink stays borrowable.)
-    fn open<'a>(
-        conns: &'a mut FxHashMap<StreamId, Conn>,
-        skip: &mut rustc_hash::FxHashSet<StreamId>,
-        cfg: &StorageConfig,
-        a: &SegmentAnalysis,
-    ) -> Option<&'a mut Conn> {
+    /// The slot of the connection's state, opened on its first segment if its port maps to
+    /// a parser; `None` if it is not storage. At most one hash lookup per segment of a
+    /// tracked connection, none when it repeats the last stream.
+    fn open(&mut self, a: &SegmentAnalysis) -> Option<usize> {
         use std::collections::hash_map::Entry;
-        match conns.entry(a.stream) {
-            Entry::Occupied(o) => Some(o.into_mut()),
-            Entry::Vacant(v) => {
-                if skip.contains(&a.stream) {
-                    return None;
-                }
-                let Some(decoder) = cfg.decoder(a) else {
-                    skip.insert(a.stream);
-                    return None;
+        let slot = match self.last {
+            Some((s, slot)) if s == a.stream => slot,
+            _ => {
+                let slot = match self.slots.entry(a.stream) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        if self.skip.contains(&a.stream) {
+                            return None;
+                        }
+                        let Some(decoder) = self.cfg.decoder(a) else {
+                            self.skip.insert(a.stream);
+                            return None;
+                        };
+                        let max = self.cfg.max_outstanding;
+                        let state = match decoder {
+                            Decoder::Rpc => State::Rpc(RpcConn::new(max)),
+                            Decoder::Smb2 => State::Smb2(Smb2Conn::new(max)),
+                            Decoder::Iscsi => State::Iscsi(IscsiConn::new(max)),
+                        };
+                        let cap = self.cfg.reassembly_cap;
+                        self.conns.push(Conn {
+                            stream: a.stream,
+                            reasm: [Reassembler::new(cap), Reassembler::new(cap)],
+                            framers: [Framer::new(false), Framer::new(false)],
+                            data_seen: [false; 2],
+                            state,
+                            finished: false,
+                        });
+                        *v.insert(self.conns.len() - 1)
+                    }
                 };
-                let state = match decoder {
-                    Decoder::Rpc => State::Rpc(RpcConn::new(cfg.max_outstanding)),
-                    Decoder::Smb2 => State::Smb2(Smb2Conn::new(cfg.max_outstanding)),
-                    Decoder::Iscsi => State::Iscsi(IscsiConn::new(cfg.max_outstanding)),
-                };
-                let cap = cfg.reassembly_cap;
-                Some(v.insert(Conn {
-                    reasm: [Reassembler::new(cap), Reassembler::new(cap)],
-                    framers: [Framer::new(false), Framer::new(false)],
-                    data_seen: [false; 2],
-                    state,
-                    finished: false,
-                }))
+                self.last = Some((a.stream, slot));
+                slot
             }
-        }
+        };
+        Some(slot)
     }
 }
 
@@ -350,7 +370,7 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         self.last_ts = Some(a.ts);
         let stream = a.stream;
         let flags = TcpFlags(a.tcp_flags);
-        let Some(conn) = Self::open(&mut self.conns, &mut self.skip, &self.cfg, a) else {
+        let Some(conn) = self.open(a).and_then(|i| self.conns.get_mut(i)) else {
             return;
         };
         self.sink.tcp_segment(a);
@@ -368,7 +388,7 @@ impl<S: StorageSink> EventSink for Tracker<S> {
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
-        let Some(conn) = Self::open(&mut self.conns, &mut self.skip, &self.cfg, a) else {
+        let Some(conn) = self.open(a).and_then(|i| self.conns.get_mut(i)) else {
             return;
         };
         *a.dir.of_mut(&mut conn.data_seen) = true;

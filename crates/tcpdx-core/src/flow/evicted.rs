@@ -108,7 +108,7 @@ mod tests {
     fn ev(stream: u32) -> Evicted {
         Evicted {
             stream: StreamId(stream),
-            client: key(1).lo,
+            client: key(1).lo(),
             base: [None; 2],
             saw_syn: [false; 2],
             hints: [(0, 0); 2],

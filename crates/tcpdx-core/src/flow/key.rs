@@ -1,6 +1,6 @@
 //! Flow keys (direction-independent 4-tuples) and directions.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One end of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -13,47 +13,95 @@ pub struct Endpoint {
 
 /// A connection's 4-tuple with the endpoints in canonical (sorted) order, so both
 /// directions of a connection map to the same key.
+///
+/// Stored packed (addresses as integers, ports in one word) rather than as two
+/// [`Endpoint`]s: building, hashing and comparing it is on every segment's path, and
+/// `IpAddr` enums made each of those a chain of tag matches and byte-array compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowKey {
-    /// The lower endpoint.
-    pub lo: Endpoint,
-    /// The higher endpoint.
-    pub hi: Endpoint,
+    /// Addresses of the lower and the higher endpoint (IPv4 in the low 32 bits).
+    addrs: [u128; 2],
+    /// Lower endpoint's port in the high half, higher endpoint's in the low half.
+    ports: u32,
+    /// Which of the two addresses are IPv6 (bit 0: lower, bit 1: higher).
+    v6: u8,
+}
+
+/// An address as an integer, and whether it is IPv6. Within one family the integer order
+/// is the address order.
+#[inline]
+fn addr_bits(a: IpAddr) -> (u128, bool) {
+    match a {
+        IpAddr::V4(a) => (u128::from(a.to_bits()), false),
+        IpAddr::V6(a) => (a.to_bits(), true),
+    }
+}
+
+#[inline]
+fn endpoint(bits: u128, v6: bool, port: u16) -> Endpoint {
+    let addr = if v6 {
+        IpAddr::V6(Ipv6Addr::from_bits(bits))
+    } else {
+        // An IPv4 address was stored from 32 bits, so this never truncates.
+        IpAddr::V4(Ipv4Addr::from_bits(bits as u32))
+    };
+    Endpoint { addr, port }
 }
 
 impl FlowKey {
     /// Builds the key of a segment from `src` to `dst`; also returns whether src is `lo`.
-    pub fn new(src: Endpoint, dst: Endpoint) -> (FlowKey, bool) {
-        if src <= dst {
-            (FlowKey { lo: src, hi: dst }, true)
-        } else {
-            (FlowKey { lo: dst, hi: src }, false)
-        }
-    }
-}
-
-impl Endpoint {
-    /// The address and port folded into one word (equal endpoints fold equal).
+    /// Endpoints sort as [`Endpoint`]'s `Ord` does (IPv4 before IPv6, then address, then
+    /// port).
     #[inline]
-    fn fold(&self) -> u64 {
-        let a = match self.addr {
-            IpAddr::V4(a) => u64::from(a.to_bits()),
-            IpAddr::V6(a) => {
-                let b = a.to_bits();
-                // Mixed so that IPv4 and IPv6 keys rarely share a word.
-                (b as u64) ^ ((b >> 64) as u64).rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15
+    pub fn new(src: Endpoint, dst: Endpoint) -> (FlowKey, bool) {
+        let (sa, s6) = addr_bits(src.addr);
+        let (da, d6) = addr_bits(dst.addr);
+        let src_lo = (s6, sa, src.port) <= (d6, da, dst.port);
+        let key = if src_lo {
+            FlowKey {
+                addrs: [sa, da],
+                ports: u32::from(src.port) << 16 | u32::from(dst.port),
+                v6: u8::from(s6) | u8::from(d6) << 1,
+            }
+        } else {
+            FlowKey {
+                addrs: [da, sa],
+                ports: u32::from(dst.port) << 16 | u32::from(src.port),
+                v6: u8::from(d6) | u8::from(s6) << 1,
             }
         };
-        a.rotate_left(16) ^ u64::from(self.port)
+        (key, src_lo)
+    }
+
+    /// The lower endpoint.
+    pub fn lo(&self) -> Endpoint {
+        let [lo, _] = self.addrs;
+        endpoint(lo, self.v6 & 1 != 0, (self.ports >> 16) as u16)
+    }
+
+    /// The higher endpoint.
+    pub fn hi(&self) -> Endpoint {
+        let [_, hi] = self.addrs;
+        endpoint(hi, self.v6 & 2 != 0, self.ports as u16)
     }
 }
 
-/// One word per key instead of the derived field-by-field hash (an enum tag, a length-
-/// prefixed byte array and a port per endpoint): flow lookup is on every segment's path.
+/// An address folded into one word (IPv6 mixed so that IPv4 and IPv6 keys rarely share
+/// a word).
+#[inline]
+fn fold(a: u128) -> u64 {
+    (a as u64) ^ ((a >> 64) as u64).rotate_left(29)
+}
+
+/// One word per key: Fx multiplies it once, and the bucket index (low bits) sees the
+/// ports, which are what differ most between the connections of one host pair.
 impl std::hash::Hash for FlowKey {
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.lo.fold() ^ self.hi.fold().rotate_left(32));
+        let [lo, hi] = self.addrs;
+        let lo = fold(lo).rotate_left(16) ^ u64::from(self.ports >> 16);
+        let hi = fold(hi).rotate_left(16) ^ u64::from(self.ports & 0xffff);
+        state.write_u64(lo ^ hi.rotate_left(32) ^ u64::from(self.v6) << 8);
     }
 }
 
@@ -103,6 +151,63 @@ impl Dir {
         match self {
             Dir::ClientToServer => (c2s, s2c),
             Dir::ServerToClient => (s2c, c2s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eps() -> Vec<Endpoint> {
+        let addrs: Vec<IpAddr> = [
+            "10.0.0.1",
+            "10.0.0.2",
+            "192.168.1.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "ffff::ffff",
+        ]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+        let mut v = Vec::new();
+        for a in addrs {
+            for port in [0, 1, 80, 445, 65535] {
+                v.push(Endpoint { addr: a, port });
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn packed_key_sorts_and_round_trips_like_endpoints() {
+        let eps = eps();
+        for &a in &eps {
+            for &b in &eps {
+                let (k, a_lo) = FlowKey::new(a, b);
+                let (k2, b_lo) = FlowKey::new(b, a);
+                assert_eq!(k, k2, "{a:?} {b:?}");
+                assert_eq!(a_lo, a <= b, "{a:?} {b:?}");
+                assert_eq!(b_lo, b <= a || a == b, "{a:?} {b:?}");
+                assert_eq!((k.lo(), k.hi()), (a.min(b), a.max(b)));
+            }
+        }
+    }
+
+    #[test]
+    fn packed_keys_differ_when_tuples_differ() {
+        let eps = eps();
+        let mut seen = std::collections::HashMap::new();
+        for &a in &eps {
+            for &b in &eps {
+                let (k, _) = FlowKey::new(a, b);
+                let pair = (a.min(b), a.max(b));
+                assert_eq!(*seen.entry(k).or_insert(pair), pair);
+            }
         }
     }
 }

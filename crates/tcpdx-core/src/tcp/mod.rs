@@ -133,11 +133,8 @@ impl Connection {
         match dir {
             Dir::ClientToServer => self.client,
             Dir::ServerToClient => {
-                if self.key.lo == self.client {
-                    self.key.hi
-                } else {
-                    self.key.lo
-                }
+                let lo = self.key.lo();
+                if lo == self.client { self.key.hi() } else { lo }
             }
         }
     }
