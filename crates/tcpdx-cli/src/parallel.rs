@@ -373,7 +373,7 @@ fn read_and_route(
 enum Local {
     None,
     Diagnose(Box<Diagnosing<WorkerStorage>>),
-    Storage(Tracker<WorkerStorage>),
+    Storage(Box<Tracker<WorkerStorage>>),
 }
 
 impl Local {
@@ -389,13 +389,13 @@ impl Local {
                     logs: Some(TcpLogs::default()),
                 },
             ))),
-            Plan::Storage => Local::Storage(Tracker::new(
+            Plan::Storage => Local::Storage(Box::new(Tracker::new(
                 cfg.clone(),
                 WorkerStorage {
                     rec: Recorder::default(),
                     logs: None,
                 },
-            )),
+            ))),
             _ => Local::None,
         }
     }
@@ -404,7 +404,7 @@ impl Local {
         match self {
             Local::None => None,
             Local::Diagnose(d) => Some(d.as_mut()),
-            Local::Storage(t) => Some(t),
+            Local::Storage(t) => Some(t.as_mut()),
         }
     }
 
@@ -426,7 +426,7 @@ impl Local {
                 let spill = diag.spill().clone();
                 (Some(diag.into_listing()), Some(spill), tracker)
             }
-            Local::Storage(t) => (None, None, t),
+            Local::Storage(t) => (None, None, *t),
         };
         tracker.finish();
         let sink = tracker.into_sink();
