@@ -157,6 +157,14 @@ pub fn write_flows_table<W: Write>(
     flows: &[FlowSummary],
     evicted: &EvictedTotals,
 ) -> io::Result<()> {
+    write_flows_table_header(out)?;
+    write_flows_table_rows(out, flows)?;
+    write_flows_table_footer(out, evicted)
+}
+
+/// The table's header line ([`write_flows_table`] in parts, so that rows of consecutive
+/// slices of flows can be formatted apart, on several threads, and concatenated).
+pub fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  zero win",
@@ -173,7 +181,11 @@ pub fn write_flows_table<W: Write>(
         "ws",
         "sack",
         "max win",
-    )?;
+    )
+}
+
+/// The table's rows for `flows` (each row depends on its flow alone).
+pub fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
     for f in flows {
         for d in &f.dirs {
             if d.packets == 0 {
@@ -217,6 +229,11 @@ pub fn write_flows_table<W: Write>(
             )?;
         }
     }
+    Ok(())
+}
+
+/// The table's last line (evicted connections), if any.
+pub fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) -> io::Result<()> {
     if !evicted.is_empty() {
         writeln!(
             out,
