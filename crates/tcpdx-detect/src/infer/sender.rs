@@ -8,7 +8,10 @@
 //! periods, spurious retransmissions (D-SACK, Wireshark's flag) and the receiver's ACK
 //! behaviour. Memory is bounded: every list is capped (the counts stay exact).
 
+use std::sync::Arc;
+
 use super::Rounds;
+use crate::spill::{Spill, SpillList};
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
 
 /// Rounds kept per direction (tcpdx choice: a 1-hour transfer at 36 ms RTT).
@@ -348,21 +351,21 @@ pub struct SenderState {
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
     pub rounds: Rounds,
     /// Loss-recovery episodes (capped).
-    pub episodes: Vec<LossEpisode>,
+    pub episodes: SpillList<LossEpisode>,
     /// Number of loss-recovery episodes (exact).
     pub episode_count: u32,
     /// Retransmission timeouts (capped).
-    pub rtos: Vec<RtoStall>,
+    pub rtos: SpillList<RtoStall>,
     /// Delayed ACKs of lone segments during or right after recovery (capped).
-    pub delack: Vec<DelackPause>,
+    pub delack: SpillList<DelackPause>,
     /// ACK delays (ns) of every lone segment, for the receiver's profile (capped).
-    pub lone_ack_delays: Vec<i64>,
+    pub lone_ack_delays: SpillList<i64>,
     /// Sub-MSS segments held by Nagle until a delayed ACK (capped).
-    pub nagle: Vec<NaglePause>,
+    pub nagle: SpillList<NaglePause>,
     /// Zero-window periods (capped).
-    pub zero_windows: Vec<ZeroWindow>,
+    pub zero_windows: SpillList<ZeroWindow>,
     /// Spurious retransmissions (capped).
-    pub spurious: Vec<Spurious>,
+    pub spurious: SpillList<Spurious>,
     /// Spurious retransmissions (exact).
     pub spurious_count: u32,
     /// Segments flagged `window_full` (the sender filled the receiver's window).
@@ -403,6 +406,39 @@ fn push_capped<T>(v: &mut Vec<T>, x: T, cap: usize) {
 const RETX_FLAGS: u16 = F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION;
 
 impl SenderState {
+    /// A sender whose rounds and episode lists spill into `spill` beyond its policy.
+    pub fn spilling_to(spill: &Arc<Spill>) -> Self {
+        Self {
+            rounds: Rounds::spilling_to(spill.clone()),
+            episodes: SpillList::spilling_to(spill.clone()),
+            rtos: SpillList::spilling_to(spill.clone()),
+            delack: SpillList::spilling_to(spill.clone()),
+            lone_ack_delays: SpillList::spilling_to(spill.clone()),
+            nagle: SpillList::spilling_to(spill.clone()),
+            zero_windows: SpillList::spilling_to(spill.clone()),
+            spurious: SpillList::spilling_to(spill.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// Before a diagnosis: the rounds and lists read back from the spill as needed
+    /// ([`Rounds::prepare`], [`SpillList::prepare`]).
+    pub fn prepare(&mut self) {
+        self.rounds.prepare();
+        self.episodes.prepare();
+        self.rtos.prepare();
+        self.delack.prepare();
+        self.lone_ack_delays.prepare();
+        self.nagle.prepare();
+        self.zero_windows.prepare();
+        self.spurious.prepare();
+    }
+
+    /// After a diagnosis: frees what is left in the spill (the rounds' blobs).
+    pub fn release(&mut self) {
+        self.rounds.release();
+    }
+
     /// Records the MSS option of this side's SYN.
     pub fn on_syn(&mut self, d: &SegmentDetail) {
         if let Some(m) = d.mss {
@@ -598,8 +634,7 @@ impl SenderState {
         if spurious_flag {
             ep.spurious += 1;
             self.spurious_count += 1;
-            push_capped(
-                &mut self.spurious,
+            self.spurious.push_capped(
                 Spurious {
                     retx_frame: a.frame.0,
                     proof_frame: a.frame.0,
@@ -654,7 +689,7 @@ impl SenderState {
             && ack >= l.end
         {
             let delay = ts - l.ts;
-            push_capped(&mut self.lone_ack_delays, delay, MAX_LONE_SAMPLES);
+            self.lone_ack_delays.push_capped(delay, MAX_LONE_SAMPLES);
             // The first ACK delay seen may be this very delayed ACK: the handshake's round
             // trip bounds the capture-to-receiver one too.
             let base = match (self.downstream_rtt_min, path_rtt > 0) {
@@ -694,8 +729,7 @@ impl SenderState {
             }
             if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
                 let ep = self.episode.as_ref().or(self.episodes.last());
-                push_capped(
-                    &mut self.delack,
+                self.delack.push_capped(
                     DelackPause {
                         start: l.ts,
                         end: ts,
@@ -724,7 +758,7 @@ impl SenderState {
             }
             self.snd_una = ack;
             if let Some(r) = self.rto_open.take() {
-                push_capped(&mut self.rtos, r, MAX_EPISODES);
+                self.rtos.push_capped(r, MAX_EPISODES);
             }
         }
         let dupack = a.flags.has(F::DUPLICATE_ACK);
@@ -813,8 +847,7 @@ impl SenderState {
                 let near = self.snd_nxt <= sr.seq + SILENT_RESTART_MAX_SEGMENTS * mss;
                 let missing = (a.seq - self.snd_nxt).div_ceil(mss);
                 if near && missing > sr.segs_after + 1 {
-                    push_capped(
-                        &mut self.rtos,
+                    self.rtos.push_capped(
                         RtoStall {
                             start: sr.start,
                             last_ack_frame: sr.last_ack_frame,
@@ -827,7 +860,7 @@ impl SenderState {
                         MAX_EPISODES,
                     );
                     if let Some(p) = sr.lone_pause {
-                        push_capped(&mut self.delack, p, MAX_EPISODES);
+                        self.delack.push_capped(p, MAX_EPISODES);
                     }
                 }
                 return;
@@ -864,8 +897,7 @@ impl SenderState {
         if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
             return;
         }
-        push_capped(
-            &mut self.nagle,
+        self.nagle.push_capped(
             NaglePause {
                 start: c.lone_ts,
                 end: a.ts.0,
@@ -917,7 +949,7 @@ impl SenderState {
         ep.next_round = self.rounds.len() + 1;
         self.episode_count += 1;
         self.last_episode_end = Some(ts);
-        push_capped(&mut self.episodes, ep, MAX_EPISODES);
+        self.episodes.push_capped(ep, MAX_EPISODES);
     }
 
     /// Retransmissions this cumulative ACK covers: spurious if it came too early to be
@@ -958,8 +990,7 @@ impl SenderState {
     /// Counts one retransmission proven spurious and charges it to its loss episode.
     fn record_spurious(&mut self, retx_frame: u64, ts: i64, proof_frame: u64, proof: &'static str) {
         self.spurious_count += 1;
-        push_capped(
-            &mut self.spurious,
+        self.spurious.push_capped(
             Spurious {
                 retx_frame,
                 proof_frame,
@@ -1020,7 +1051,7 @@ impl SenderState {
         } else if let Some(mut z) = self.zw.take() {
             z.end = a.ts.0;
             z.end_frame = a.frame.0;
-            push_capped(&mut self.zero_windows, z, MAX_EPISODES);
+            self.zero_windows.push_capped(z, MAX_EPISODES);
         }
     }
 
@@ -1031,11 +1062,11 @@ impl SenderState {
             self.close_episode(ep, last_ts);
         }
         if let Some(r) = self.rto_open.take() {
-            push_capped(&mut self.rtos, r, MAX_EPISODES);
+            self.rtos.push_capped(r, MAX_EPISODES);
         }
         if let Some(mut z) = self.zw.take() {
             z.end = last_ts;
-            push_capped(&mut self.zero_windows, z, MAX_EPISODES);
+            self.zero_windows.push_capped(z, MAX_EPISODES);
         }
     }
 
@@ -1053,7 +1084,7 @@ impl SenderState {
 
     /// Median ACK delay of lone segments, ns.
     pub fn median_lone_ack_delay(&self) -> Option<i64> {
-        let mut v = self.lone_ack_delays.clone();
+        let mut v: Vec<i64> = self.lone_ack_delays.iter().collect();
         if v.is_empty() {
             return None;
         }
