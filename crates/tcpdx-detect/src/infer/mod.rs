@@ -3,6 +3,7 @@
 //! connection's silent gaps.
 
 mod records;
+pub mod retx;
 pub mod rounds;
 pub mod sender;
 

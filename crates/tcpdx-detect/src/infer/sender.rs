@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::Rounds;
+use super::retx::{Match, RecentRetx, Retx};
 use crate::spill::{Spill, SpillList};
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
 
@@ -277,15 +278,6 @@ pub const PROOF_EARLY_ACK: &str = "ACK too early to answer the retransmission";
 pub const PROOF_ACKED: &str = "retransmission of acknowledged data";
 
 #[derive(Clone, Copy, Debug)]
-struct Retx {
-    seq: u64,
-    end: u64,
-    ts: i64,
-    frame: u64,
-    spurious: bool,
-}
-
-#[derive(Clone, Copy, Debug)]
 struct Lone {
     frame: u64,
     ts: i64,
@@ -391,7 +383,7 @@ pub struct SenderState {
     lone: Option<Lone>,
     nagle_candidate: Option<NagleCandidate>,
     zw: Option<ZeroWindow>,
-    recent_retx: std::collections::VecDeque<Retx>,
+    recent_retx: RecentRetx,
     pending_retx: std::collections::VecDeque<Retx>,
     unseen: std::collections::VecDeque<(u64, u64)>,
     pending_dupacks: u32,
@@ -417,6 +409,7 @@ impl SenderState {
             nagle: SpillList::spilling_to(spill.clone()),
             zero_windows: SpillList::spilling_to(spill.clone()),
             spurious: SpillList::spilling_to(spill.clone()),
+            recent_retx: RecentRetx::spilling_to(spill.clone()),
             ..Self::default()
         }
     }
@@ -434,9 +427,11 @@ impl SenderState {
         self.spurious.prepare();
     }
 
-    /// After a diagnosis: frees what is left in the spill (the rounds' blobs).
+    /// After a diagnosis: frees what is left in the spill (the rounds', the recent
+    /// retransmissions').
     pub fn release(&mut self) {
         self.rounds.release();
+        self.recent_retx.release();
     }
 
     /// Records the MSS option of this side's SYN.
@@ -617,19 +612,10 @@ impl SenderState {
         }
         // Behind a reordering element the late original is flagged spurious too: count
         // each sequence number once.
-        let already = self
-            .recent_retx
-            .iter()
-            .any(|x| x.seq == a.seq && x.spurious);
+        let already = self.recent_retx.any_proven(Match::Seq(a.seq));
         let spurious_flag = a.flags.has(F::SPURIOUS_RETRANSMISSION) && !already;
-        if let Some(x) = self
-            .recent_retx
-            .iter_mut()
-            .rev()
-            .find(|x| x.seq == a.seq && !x.spurious)
-            .filter(|_| spurious_flag)
-        {
-            x.spurious = true;
+        if spurious_flag {
+            self.recent_retx.prove(Match::Seq(a.seq), false);
         }
         if spurious_flag {
             ep.spurious += 1;
@@ -644,9 +630,6 @@ impl SenderState {
                 MAX_EPISODES,
             );
         }
-        if self.recent_retx.len() == MAX_RECENT_RETX {
-            self.recent_retx.pop_front();
-        }
         if self.pending_retx.len() < MAX_RECENT_RETX && !timeout && !spurious_flag && !already {
             self.pending_retx.push_back(Retx {
                 seq: a.seq,
@@ -656,13 +639,16 @@ impl SenderState {
                 spurious: false,
             });
         }
-        self.recent_retx.push_back(Retx {
-            seq: a.seq,
-            end,
-            ts,
-            frame: a.frame.0,
-            spurious: spurious_flag,
-        });
+        self.recent_retx.push(
+            Retx {
+                seq: a.seq,
+                end,
+                ts,
+                frame: a.frame.0,
+                spurious: spurious_flag,
+            },
+            MAX_RECENT_RETX,
+        );
         timeout
     }
 
@@ -974,15 +960,13 @@ impl SenderState {
             if ts - x.ts >= limit {
                 continue;
             }
-            let Some(r) = self
+            if self
                 .recent_retx
-                .iter_mut()
-                .rev()
-                .find(|r| r.frame == x.frame && !r.spurious)
-            else {
+                .prove(Match::Frame(x.frame), false)
+                .is_empty()
+            {
                 continue;
-            };
-            r.spurious = true;
+            }
             self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_EARLY_ACK);
         }
     }
@@ -1021,15 +1005,8 @@ impl SenderState {
         }
         self.dsacks += 1;
         // A D-SACK block may cover several retransmitted segments: all were spurious.
-        let mut proven = Vec::new();
-        for x in self.recent_retx.iter_mut().rev() {
-            if x.seq < r && x.end > l && !x.spurious {
-                x.spurious = true;
-                proven.push((x.frame, x.ts));
-            }
-        }
-        for (frame, ts) in proven {
-            self.record_spurious(frame, ts, a.frame.0, PROOF_DSACK);
+        for x in self.recent_retx.prove(Match::Overlap(l, r), true) {
+            self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_DSACK);
         }
     }
 
