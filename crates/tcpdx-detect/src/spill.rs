@@ -145,6 +145,7 @@ struct Inner {
     store: Box<dyn ChunkStore>,
     error: Option<io::Error>,
     written: u64,
+    records_written: u64,
     live: u64,
 }
 
@@ -175,6 +176,7 @@ impl Spill {
                 store,
                 error: None,
                 written: 0,
+                records_written: 0,
                 live: 0,
             }),
         }
@@ -210,6 +212,16 @@ impl Spill {
         }
     }
 
+    /// Stores the records of a list ([`SpillList`], the recent retransmissions) as
+    /// [`Spill::put`] does, counted apart too ([`Spill::records_written`]).
+    pub fn put_records(&self, bytes: &[u8]) -> Option<BlobRef> {
+        let r = self.put(bytes);
+        if r.is_some() {
+            self.lock().records_written += bytes.len() as u64;
+        }
+        r
+    }
+
     /// Reads `r` into `out`; false if the store failed (the error is kept).
     pub fn get(&self, r: BlobRef, out: &mut Vec<u8>) -> bool {
         let mut g = self.lock();
@@ -238,6 +250,11 @@ impl Spill {
     /// Bytes written to the store so far.
     pub fn bytes_written(&self) -> u64 {
         self.lock().written
+    }
+
+    /// Bytes of list records written (part of [`Spill::bytes_written`]).
+    pub fn records_written(&self) -> u64 {
+        self.lock().records_written
     }
 
     /// Blobs stored and not yet freed.

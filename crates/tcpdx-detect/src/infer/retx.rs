@@ -179,7 +179,7 @@ impl RecentRetx {
         {
             let xs: Vec<Retx> = self.tail.drain(..self.per_blob).collect();
             let summary = Summary::of(&xs);
-            let data = match sp.put(&encode(&xs)) {
+            let data = match sp.put_records(&encode(&xs)) {
                 Some(at) => Data::Stored(at),
                 None => Data::Mem(xs),
             };
@@ -297,7 +297,7 @@ impl RecentRetx {
         if let Data::Stored(old) = b.data {
             sp.free(old);
         }
-        b.data = match sp.put(&encode(&xs)) {
+        b.data = match sp.put_records(&encode(&xs)) {
             Some(at) => Data::Stored(at),
             None => Data::Mem(xs),
         };

@@ -155,22 +155,32 @@ impl<T: Record> SpillList<T> {
 
     /// Appends `x`, writing out the records in memory first if they fill a blob.
     pub fn push(&mut self, x: T) {
-        if !self.plain
-            && self.tail.len() >= self.per_blob
-            && let Some(sp) = &self.spill
-        {
-            let mut blob = Vec::new();
-            let mut w = Writer(&mut blob);
-            for r in self.tail.iter().take(self.per_blob) {
-                r.encode(&mut w);
-            }
-            // On a store error the records stay in memory (the spill keeps the error).
-            if let Some(at) = sp.put(&blob) {
-                self.blobs.push(at);
-                self.tail.drain(..self.per_blob);
-            }
+        if !self.plain {
+            self.write_blob();
         }
         self.tail.push(x);
+    }
+
+    /// Writes the first records in memory out as a blob if they fill one; true if written.
+    fn write_blob(&mut self) -> bool {
+        let Some(sp) = &self.spill else {
+            return false;
+        };
+        if self.tail.len() < self.per_blob {
+            return false;
+        }
+        let mut blob = Vec::new();
+        let mut w = Writer(&mut blob);
+        for r in self.tail.iter().take(self.per_blob) {
+            r.encode(&mut w);
+        }
+        // On a store error the records stay in memory (the spill keeps the error).
+        let Some(at) = sp.put_records(&blob) else {
+            return false;
+        };
+        self.blobs.push(at);
+        self.tail.drain(..self.per_blob);
+        true
     }
 
     /// Records written to the store.
@@ -232,9 +242,13 @@ impl<T: Record> SpillList<T> {
         }
     }
 
-    /// Before a diagnosis: reads every record back into memory and frees the blobs, so that
-    /// the walks of the diagnosis read a plain list (bounded: the lists are capped).
+    /// Before a diagnosis: writes out the records in memory that fill a blob (all of them
+    /// under [`SpillPolicy::tiny`](super::SpillPolicy::tiny), so that every record goes
+    /// through the store), then reads every record back into memory and frees the blobs,
+    /// so that the walks of the diagnosis read a plain list (bounded: the lists are
+    /// capped).
     pub fn prepare(&mut self) {
+        while !self.plain && self.write_blob() {}
         if !self.blobs.is_empty() {
             let mut all = Vec::with_capacity(self.len());
             all.extend(self.iter());
@@ -404,6 +418,34 @@ mod tests {
             assert_eq!(sp.live_blobs(), 0);
             assert!(sp.take_error().is_none());
         }
+    }
+
+    #[test]
+    fn prepare_writes_out_full_blobs_first_so_tiny_lists_go_through_the_store() {
+        let (sp, mut l) = spilling(1);
+        l.push(rec(1));
+        assert_eq!(
+            sp.records_written(),
+            0,
+            "the latest stays in memory while fed"
+        );
+        l.prepare();
+        assert!(
+            sp.records_written() > 0,
+            "one record per blob: written at prepare"
+        );
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![rec(1)]);
+        assert_eq!(sp.live_blobs(), 0);
+        // A partial blob stays in memory.
+        let (sp, mut l) = spilling(4);
+        l.extend_for_test((0..6).map(rec));
+        let before = sp.records_written();
+        l.prepare();
+        assert_eq!(sp.records_written(), before);
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            (0..6).map(rec).collect::<Vec<_>>()
+        );
     }
 
     #[test]
