@@ -138,7 +138,7 @@ pub fn new_spill() -> Arc<Spill> {
 
 /// The spills' first error as the run's (a diagnosis made after one is incomplete).
 pub fn check<'a>(spills: impl IntoIterator<Item = &'a Arc<Spill>>) -> Result<()> {
-    let mut written = 0;
+    let (mut written, mut records) = (0, 0);
     for s in spills {
         if let Some(e) = s.take_error() {
             return Err(anyhow!(
@@ -147,9 +147,10 @@ pub fn check<'a>(spills: impl IntoIterator<Item = &'a Arc<Spill>>) -> Result<()>
             ));
         }
         written += s.bytes_written();
+        records += s.records_written();
     }
     if std::env::var_os("TCPDX_SPILL_STATS").is_some() {
-        eprintln!("tcpdx: spill: {written} bytes written");
+        eprintln!("tcpdx: spill: {written} bytes written ({records} of list records)");
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The diagnosers' spill files (src/spill.rs) change nothing but memory: `diagnose --json`
-//! is byte-for-byte the same with the spill forced on every round (`TCPDX_SPILL_TINY`:
-//! every round written to the temp file at once and read back on each walk of the
+//! is byte-for-byte the same with the spill forced on every round and every list record
+//! (`TCPDX_SPILL_TINY`: every round, loss episode, timeout, pause, recent retransmission...
+//! written to the temp file at once and read back on each walk or lookup of the
 //! diagnosis) as with the default budget, on one and two threads, on every fixture (lab
 //! and storage captures among them) and on generated bulk captures long enough to spill
 //! under the default budget too. A spill file that cannot be written is a one-line error,
@@ -36,21 +37,29 @@ fn diagnose(file: &Path, threads: usize, env: &[(&str, &str)]) -> Output {
     out
 }
 
-/// Bytes the run's spill files took (its `TCPDX_SPILL_STATS` line), 0 if none.
-fn spilled(o: &Output) -> u64 {
-    String::from_utf8_lossy(&o.stderr)
+/// Bytes the run's spill files took, and of them the list records' (its
+/// `TCPDX_SPILL_STATS` line: `N bytes written (M of list records)`), 0 if none.
+fn spill_stats(o: &Output) -> (u64, u64) {
+    let line = String::from_utf8_lossy(&o.stderr)
         .lines()
-        .find_map(|l| l.strip_prefix("tcpdx: spill: "))
-        .and_then(|l| l.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+        .find_map(|l| l.strip_prefix("tcpdx: spill: ").map(str::to_owned))
+        .unwrap_or_default();
+    let mut numbers = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok());
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+}
+
+/// Bytes the run's spill files took.
+fn spilled(o: &Output) -> u64 {
+    spill_stats(o).0
 }
 
 /// Same exit code and output with the spill forced as without; the bytes the forced runs
-/// wrote.
-fn assert_spill_changes_nothing(file: &Path) -> u64 {
+/// wrote, and of them the list records'.
+fn assert_spill_changes_nothing(file: &Path) -> (u64, u64) {
     let want = diagnose(file, 1, &[]);
-    let mut written = 0;
+    let (mut written, mut records) = (0, 0);
     for threads in [1, 2] {
         let tiny = diagnose(file, threads, &[("TCPDX_SPILL_TINY", "1")]);
         assert_eq!(
@@ -59,9 +68,11 @@ fn assert_spill_changes_nothing(file: &Path) -> u64 {
             "{}: forced spill on {threads} thread(s) changed the diagnosis",
             file.display()
         );
-        written += spilled(&tiny);
+        let (w, r) = spill_stats(&tiny);
+        written += w;
+        records += r;
     }
-    written
+    (written, records)
 }
 
 #[test]
@@ -74,16 +85,27 @@ fn forced_spill_gives_the_same_diagnosis_on_every_fixture() {
         .filter(|f| f.to_string_lossy().contains("/lab/"))
         .count();
     assert!(lab >= 30, "lab fixtures missing: {files:?}");
-    let mut spilling = 0;
+    let (mut spilling, mut lists) = (0, 0);
     for f in &files {
-        if assert_spill_changes_nothing(f) > 0 {
+        let (written, records) = assert_spill_changes_nothing(f);
+        if written > 0 {
             spilling += 1;
+        }
+        if records > 0 {
+            lists += 1;
         }
     }
     // The forced runs did go through the files: every capture with data does.
     assert!(
         spilling * 10 >= files.len() * 8,
         "only {spilling} of {} fixtures spilled",
+        files.len()
+    );
+    // So did the lists (loss episodes, timeouts, pauses, zero windows, recent
+    // retransmissions) of every capture with a loss or a stall: 45 of 50 when written.
+    assert!(
+        lists * 10 >= files.len() * 8,
+        "only {lists} of {} fixtures spilled list records",
         files.len()
     );
 }
@@ -111,7 +133,8 @@ fn long_connections_spill_under_the_default_budget_and_diagnose_alike() {
         .expect("write capture");
         let default = spilled(&diagnose(&path, 1, &[]));
         assert!(default > 0, "{packets} packets did not spill by default");
-        let tiny = assert_spill_changes_nothing(&path);
+        let (tiny, records) = assert_spill_changes_nothing(&path);
+        assert!(records > 0, "{packets} packets: no list record spilled");
         assert!(
             tiny > default,
             "forced spill wrote {tiny} bytes, default {default}"

@@ -268,7 +268,7 @@ impl Diagnoser {
 fn diagnose(mut c: ConnTracker) -> Diagnosed {
     c.finish();
     for s in &mut c.senders {
-        s.rounds.prepare();
+        s.prepare();
     }
     let budget = budget::connection_budget(&c);
     let cx = ConnContext::new(&c, &budget);
@@ -278,7 +278,7 @@ fn diagnose(mut c: ConnTracker) -> Diagnosed {
     }
     let inference = inference(&cx);
     for s in &mut c.senders {
-        s.rounds.release();
+        s.release();
     }
     Diagnosed::new(c.stream, findings, inference, budget)
 }

@@ -13,6 +13,10 @@ use std::fmt;
 use std::io;
 use std::sync::Mutex;
 
+pub mod list;
+
+pub use list::SpillList;
+
 /// Where a stored blob is (opaque to the diagnoser; the store's own addressing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BlobRef {
@@ -84,6 +88,11 @@ impl ChunkStore for MemStore {
 /// chunks (tcpdx choice: 4 chunks of 256 rounds, ~14 KB per sender, written as one blob).
 pub const RESIDENT_CHUNKS: usize = 4;
 
+/// Records of a [`SpillList`] kept in memory per list, written out together when full
+/// (tcpdx choice: 16 loss episodes take ~2 KB; a bulk connection has one every few hundred
+/// round trips, so a list takes about as much memory at 1 M packets as at 20 M).
+pub const LIST_RECORDS: usize = 16;
+
 /// How much a diagnoser keeps in memory per sender: chunks of `chunk_rounds` rounds, of
 /// which `resident_chunks` full ones stay before they are written out together; and how
 /// many rounds a connection may have to be decoded at once for its diagnosis.
@@ -96,6 +105,8 @@ pub struct SpillPolicy {
     /// A sender with more rounds is decoded a blob at a time on every walk of its
     /// diagnosis instead of once into a list.
     pub decode_all_max_rounds: usize,
+    /// Records of a [`SpillList`] per blob: the list keeps at most that many in memory.
+    pub list_records: usize,
 }
 
 impl Default for SpillPolicy {
@@ -104,19 +115,21 @@ impl Default for SpillPolicy {
             chunk_rounds: crate::infer::rounds::CHUNK,
             resident_chunks: RESIDENT_CHUNKS,
             decode_all_max_rounds: crate::infer::rounds::DECODE_ALL_MAX_ROUNDS,
+            list_records: LIST_RECORDS,
         }
     }
 }
 
 impl SpillPolicy {
-    /// Everything written out at once, one round per chunk, and every diagnosis reading
-    /// the rounds back on each walk: exercises the store on tiny inputs (tests;
+    /// Everything written out at once, one round per chunk and one record per list blob,
+    /// and every diagnosis reading the rounds back on each walk: exercises the store on tiny inputs (tests;
     /// `TCPDX_SPILL_TINY` in the CLI).
     pub fn tiny() -> Self {
         Self {
             chunk_rounds: 1,
             resident_chunks: 0,
             decode_all_max_rounds: 0,
+            list_records: 1,
         }
     }
 }
@@ -132,6 +145,7 @@ struct Inner {
     store: Box<dyn ChunkStore>,
     error: Option<io::Error>,
     written: u64,
+    records_written: u64,
     live: u64,
 }
 
@@ -155,12 +169,14 @@ impl Spill {
         Self {
             policy: SpillPolicy {
                 chunk_rounds: policy.chunk_rounds.max(1),
+                list_records: policy.list_records.max(1),
                 ..policy
             },
             inner: Mutex::new(Inner {
                 store,
                 error: None,
                 written: 0,
+                records_written: 0,
                 live: 0,
             }),
         }
@@ -196,6 +212,16 @@ impl Spill {
         }
     }
 
+    /// Stores the records of a list ([`SpillList`], the recent retransmissions) as
+    /// [`Spill::put`] does, counted apart too ([`Spill::records_written`]).
+    pub fn put_records(&self, bytes: &[u8]) -> Option<BlobRef> {
+        let r = self.put(bytes);
+        if r.is_some() {
+            self.lock().records_written += bytes.len() as u64;
+        }
+        r
+    }
+
     /// Reads `r` into `out`; false if the store failed (the error is kept).
     pub fn get(&self, r: BlobRef, out: &mut Vec<u8>) -> bool {
         let mut g = self.lock();
@@ -224,6 +250,11 @@ impl Spill {
     /// Bytes written to the store so far.
     pub fn bytes_written(&self) -> u64 {
         self.lock().written
+    }
+
+    /// Bytes of list records written (part of [`Spill::bytes_written`]).
+    pub fn records_written(&self) -> u64 {
+        self.lock().records_written
     }
 
     /// Blobs stored and not yet freed.

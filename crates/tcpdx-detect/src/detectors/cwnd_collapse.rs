@@ -96,11 +96,11 @@ fn queue_overflow(s: &SenderState, e: &LossEpisode, path_rtt: i64) -> bool {
 
 /// One collapse: a burst-loss episode followed by an additive ramp.
 #[derive(Clone, Copy, Debug)]
-pub struct Collapse<'a> {
+pub struct Collapse {
     /// Index of the episode in the sender's episodes.
     pub index: usize,
     /// The loss episode.
-    pub episode: &'a LossEpisode,
+    pub episode: LossEpisode,
     /// Seconds it cost (see the module doc).
     pub cost_s: f64,
     /// Rounds of the ramp.
@@ -116,7 +116,7 @@ pub struct Collapse<'a> {
 }
 
 /// The main sender's loss episodes that collapsed the window.
-pub fn collapses<'a>(cx: &ConnContext<'a>) -> Vec<Collapse<'a>> {
+pub fn collapses(cx: &ConnContext<'_>) -> Vec<Collapse> {
     let s = cx.sender();
     if cx.path_bps <= 0.0 {
         return Vec::new();
@@ -128,7 +128,7 @@ pub fn collapses<'a>(cx: &ConnContext<'a>) -> Vec<Collapse<'a>> {
             continue;
         }
         let until = s.episodes.get(i + 1).map_or(i64::MAX, |n| n.start);
-        let (n, secs, bytes, first, last) = ramp(s, e, bdp, until);
+        let (n, secs, bytes, first, last) = ramp(s, &e, bdp, until);
         if n < RAMP_MIN_ROUNDS {
             continue;
         }
@@ -142,7 +142,7 @@ pub fn collapses<'a>(cx: &ConnContext<'a>) -> Vec<Collapse<'a>> {
             && bdp > 0.0
             && f64::from(first) <= FAR_BELOW_BDP_SHARE * bdp
             && f64::from(first) >= DECREASE_MIN_SHARE * f64::from(e.window_before)
-            && queue_overflow(s, e, cx.rtt);
+            && queue_overflow(s, &e, cx.rtt);
         if !burst && !shallow {
             continue;
         }

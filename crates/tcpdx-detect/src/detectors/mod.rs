@@ -178,7 +178,7 @@ impl<'a> ConnContext<'a> {
 }
 
 /// Loss episodes with real (not spurious) losses.
-pub fn real_loss_episodes(s: &SenderState) -> impl Iterator<Item = &LossEpisode> {
+pub fn real_loss_episodes(s: &SenderState) -> impl Iterator<Item = LossEpisode> + '_ {
     s.episodes.iter().filter(|e| e.real_losses() > 0)
 }
 

@@ -2,6 +2,8 @@
 //! (RTT, its split around the capture point, options, SYN retransmissions) and the
 //! connection's silent gaps.
 
+mod records;
+pub mod retx;
 pub mod rounds;
 pub mod sender;
 
@@ -160,11 +162,11 @@ pub struct ConnTracker {
 }
 
 impl ConnTracker {
-    /// A new connection whose senders' rounds spill into `spill` beyond its policy.
+    /// A new connection whose senders' rounds and lists spill into `spill` beyond its policy.
     pub fn spilling_to(spill: &std::sync::Arc<crate::spill::Spill>) -> Self {
         let mut c = Self::default();
         for s in &mut c.senders {
-            s.rounds = Rounds::spilling_to(spill.clone());
+            *s = SenderState::spilling_to(spill);
         }
         c
     }

@@ -566,6 +566,7 @@ mod tests {
                 chunk_rounds: 3,
                 resident_chunks: 2,
                 decode_all_max_rounds: 0,
+                ..SpillPolicy::default()
             },
         ] {
             let (sp, mut r) = spilling(policy);

@@ -8,7 +8,11 @@
 //! periods, spurious retransmissions (D-SACK, Wireshark's flag) and the receiver's ACK
 //! behaviour. Memory is bounded: every list is capped (the counts stay exact).
 
+use std::sync::Arc;
+
 use super::Rounds;
+use super::retx::{Match, RecentRetx, Retx};
+use crate::spill::{Spill, SpillList};
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
 
 /// Rounds kept per direction (tcpdx choice: a 1-hour transfer at 36 ms RTT).
@@ -274,15 +278,6 @@ pub const PROOF_EARLY_ACK: &str = "ACK too early to answer the retransmission";
 pub const PROOF_ACKED: &str = "retransmission of acknowledged data";
 
 #[derive(Clone, Copy, Debug)]
-struct Retx {
-    seq: u64,
-    end: u64,
-    ts: i64,
-    frame: u64,
-    spurious: bool,
-}
-
-#[derive(Clone, Copy, Debug)]
 struct Lone {
     frame: u64,
     ts: i64,
@@ -348,21 +343,21 @@ pub struct SenderState {
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
     pub rounds: Rounds,
     /// Loss-recovery episodes (capped).
-    pub episodes: Vec<LossEpisode>,
+    pub episodes: SpillList<LossEpisode>,
     /// Number of loss-recovery episodes (exact).
     pub episode_count: u32,
     /// Retransmission timeouts (capped).
-    pub rtos: Vec<RtoStall>,
+    pub rtos: SpillList<RtoStall>,
     /// Delayed ACKs of lone segments during or right after recovery (capped).
-    pub delack: Vec<DelackPause>,
+    pub delack: SpillList<DelackPause>,
     /// ACK delays (ns) of every lone segment, for the receiver's profile (capped).
-    pub lone_ack_delays: Vec<i64>,
+    pub lone_ack_delays: SpillList<i64>,
     /// Sub-MSS segments held by Nagle until a delayed ACK (capped).
-    pub nagle: Vec<NaglePause>,
+    pub nagle: SpillList<NaglePause>,
     /// Zero-window periods (capped).
-    pub zero_windows: Vec<ZeroWindow>,
+    pub zero_windows: SpillList<ZeroWindow>,
     /// Spurious retransmissions (capped).
-    pub spurious: Vec<Spurious>,
+    pub spurious: SpillList<Spurious>,
     /// Spurious retransmissions (exact).
     pub spurious_count: u32,
     /// Segments flagged `window_full` (the sender filled the receiver's window).
@@ -388,7 +383,7 @@ pub struct SenderState {
     lone: Option<Lone>,
     nagle_candidate: Option<NagleCandidate>,
     zw: Option<ZeroWindow>,
-    recent_retx: std::collections::VecDeque<Retx>,
+    recent_retx: RecentRetx,
     pending_retx: std::collections::VecDeque<Retx>,
     unseen: std::collections::VecDeque<(u64, u64)>,
     pending_dupacks: u32,
@@ -403,6 +398,42 @@ fn push_capped<T>(v: &mut Vec<T>, x: T, cap: usize) {
 const RETX_FLAGS: u16 = F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION;
 
 impl SenderState {
+    /// A sender whose rounds and episode lists spill into `spill` beyond its policy.
+    pub fn spilling_to(spill: &Arc<Spill>) -> Self {
+        Self {
+            rounds: Rounds::spilling_to(spill.clone()),
+            episodes: SpillList::spilling_to(spill.clone()),
+            rtos: SpillList::spilling_to(spill.clone()),
+            delack: SpillList::spilling_to(spill.clone()),
+            lone_ack_delays: SpillList::spilling_to(spill.clone()),
+            nagle: SpillList::spilling_to(spill.clone()),
+            zero_windows: SpillList::spilling_to(spill.clone()),
+            spurious: SpillList::spilling_to(spill.clone()),
+            recent_retx: RecentRetx::spilling_to(spill.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// Before a diagnosis: the rounds and lists read back from the spill as needed
+    /// ([`Rounds::prepare`], [`SpillList::prepare`]).
+    pub fn prepare(&mut self) {
+        self.rounds.prepare();
+        self.episodes.prepare();
+        self.rtos.prepare();
+        self.delack.prepare();
+        self.lone_ack_delays.prepare();
+        self.nagle.prepare();
+        self.zero_windows.prepare();
+        self.spurious.prepare();
+    }
+
+    /// After a diagnosis: frees what is left in the spill (the rounds', the recent
+    /// retransmissions').
+    pub fn release(&mut self) {
+        self.rounds.release();
+        self.recent_retx.release();
+    }
+
     /// Records the MSS option of this side's SYN.
     pub fn on_syn(&mut self, d: &SegmentDetail) {
         if let Some(m) = d.mss {
@@ -581,25 +612,15 @@ impl SenderState {
         }
         // Behind a reordering element the late original is flagged spurious too: count
         // each sequence number once.
-        let already = self
-            .recent_retx
-            .iter()
-            .any(|x| x.seq == a.seq && x.spurious);
+        let already = self.recent_retx.any_proven(Match::Seq(a.seq));
         let spurious_flag = a.flags.has(F::SPURIOUS_RETRANSMISSION) && !already;
-        if let Some(x) = self
-            .recent_retx
-            .iter_mut()
-            .rev()
-            .find(|x| x.seq == a.seq && !x.spurious)
-            .filter(|_| spurious_flag)
-        {
-            x.spurious = true;
+        if spurious_flag {
+            self.recent_retx.prove(Match::Seq(a.seq), false);
         }
         if spurious_flag {
             ep.spurious += 1;
             self.spurious_count += 1;
-            push_capped(
-                &mut self.spurious,
+            self.spurious.push_capped(
                 Spurious {
                     retx_frame: a.frame.0,
                     proof_frame: a.frame.0,
@@ -608,9 +629,6 @@ impl SenderState {
                 },
                 MAX_EPISODES,
             );
-        }
-        if self.recent_retx.len() == MAX_RECENT_RETX {
-            self.recent_retx.pop_front();
         }
         if self.pending_retx.len() < MAX_RECENT_RETX && !timeout && !spurious_flag && !already {
             self.pending_retx.push_back(Retx {
@@ -621,13 +639,16 @@ impl SenderState {
                 spurious: false,
             });
         }
-        self.recent_retx.push_back(Retx {
-            seq: a.seq,
-            end,
-            ts,
-            frame: a.frame.0,
-            spurious: spurious_flag,
-        });
+        self.recent_retx.push(
+            Retx {
+                seq: a.seq,
+                end,
+                ts,
+                frame: a.frame.0,
+                spurious: spurious_flag,
+            },
+            MAX_RECENT_RETX,
+        );
         timeout
     }
 
@@ -654,7 +675,7 @@ impl SenderState {
             && ack >= l.end
         {
             let delay = ts - l.ts;
-            push_capped(&mut self.lone_ack_delays, delay, MAX_LONE_SAMPLES);
+            self.lone_ack_delays.push_capped(delay, MAX_LONE_SAMPLES);
             // The first ACK delay seen may be this very delayed ACK: the handshake's round
             // trip bounds the capture-to-receiver one too.
             let base = match (self.downstream_rtt_min, path_rtt > 0) {
@@ -694,8 +715,7 @@ impl SenderState {
             }
             if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
                 let ep = self.episode.as_ref().or(self.episodes.last());
-                push_capped(
-                    &mut self.delack,
+                self.delack.push_capped(
                     DelackPause {
                         start: l.ts,
                         end: ts,
@@ -724,7 +744,7 @@ impl SenderState {
             }
             self.snd_una = ack;
             if let Some(r) = self.rto_open.take() {
-                push_capped(&mut self.rtos, r, MAX_EPISODES);
+                self.rtos.push_capped(r, MAX_EPISODES);
             }
         }
         let dupack = a.flags.has(F::DUPLICATE_ACK);
@@ -813,8 +833,7 @@ impl SenderState {
                 let near = self.snd_nxt <= sr.seq + SILENT_RESTART_MAX_SEGMENTS * mss;
                 let missing = (a.seq - self.snd_nxt).div_ceil(mss);
                 if near && missing > sr.segs_after + 1 {
-                    push_capped(
-                        &mut self.rtos,
+                    self.rtos.push_capped(
                         RtoStall {
                             start: sr.start,
                             last_ack_frame: sr.last_ack_frame,
@@ -827,7 +846,7 @@ impl SenderState {
                         MAX_EPISODES,
                     );
                     if let Some(p) = sr.lone_pause {
-                        push_capped(&mut self.delack, p, MAX_EPISODES);
+                        self.delack.push_capped(p, MAX_EPISODES);
                     }
                 }
                 return;
@@ -864,8 +883,7 @@ impl SenderState {
         if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
             return;
         }
-        push_capped(
-            &mut self.nagle,
+        self.nagle.push_capped(
             NaglePause {
                 start: c.lone_ts,
                 end: a.ts.0,
@@ -917,7 +935,7 @@ impl SenderState {
         ep.next_round = self.rounds.len() + 1;
         self.episode_count += 1;
         self.last_episode_end = Some(ts);
-        push_capped(&mut self.episodes, ep, MAX_EPISODES);
+        self.episodes.push_capped(ep, MAX_EPISODES);
     }
 
     /// Retransmissions this cumulative ACK covers: spurious if it came too early to be
@@ -942,15 +960,13 @@ impl SenderState {
             if ts - x.ts >= limit {
                 continue;
             }
-            let Some(r) = self
+            if self
                 .recent_retx
-                .iter_mut()
-                .rev()
-                .find(|r| r.frame == x.frame && !r.spurious)
-            else {
+                .prove(Match::Frame(x.frame), false)
+                .is_empty()
+            {
                 continue;
-            };
-            r.spurious = true;
+            }
             self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_EARLY_ACK);
         }
     }
@@ -958,8 +974,7 @@ impl SenderState {
     /// Counts one retransmission proven spurious and charges it to its loss episode.
     fn record_spurious(&mut self, retx_frame: u64, ts: i64, proof_frame: u64, proof: &'static str) {
         self.spurious_count += 1;
-        push_capped(
-            &mut self.spurious,
+        self.spurious.push_capped(
             Spurious {
                 retx_frame,
                 proof_frame,
@@ -990,15 +1005,8 @@ impl SenderState {
         }
         self.dsacks += 1;
         // A D-SACK block may cover several retransmitted segments: all were spurious.
-        let mut proven = Vec::new();
-        for x in self.recent_retx.iter_mut().rev() {
-            if x.seq < r && x.end > l && !x.spurious {
-                x.spurious = true;
-                proven.push((x.frame, x.ts));
-            }
-        }
-        for (frame, ts) in proven {
-            self.record_spurious(frame, ts, a.frame.0, PROOF_DSACK);
+        for x in self.recent_retx.prove(Match::Overlap(l, r), true) {
+            self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_DSACK);
         }
     }
 
@@ -1020,7 +1028,7 @@ impl SenderState {
         } else if let Some(mut z) = self.zw.take() {
             z.end = a.ts.0;
             z.end_frame = a.frame.0;
-            push_capped(&mut self.zero_windows, z, MAX_EPISODES);
+            self.zero_windows.push_capped(z, MAX_EPISODES);
         }
     }
 
@@ -1031,11 +1039,11 @@ impl SenderState {
             self.close_episode(ep, last_ts);
         }
         if let Some(r) = self.rto_open.take() {
-            push_capped(&mut self.rtos, r, MAX_EPISODES);
+            self.rtos.push_capped(r, MAX_EPISODES);
         }
         if let Some(mut z) = self.zw.take() {
             z.end = last_ts;
-            push_capped(&mut self.zero_windows, z, MAX_EPISODES);
+            self.zero_windows.push_capped(z, MAX_EPISODES);
         }
     }
 
@@ -1053,7 +1061,7 @@ impl SenderState {
 
     /// Median ACK delay of lone segments, ns.
     pub fn median_lone_ack_delay(&self) -> Option<i64> {
-        let mut v = self.lone_ack_delays.clone();
+        let mut v: Vec<i64> = self.lone_ack_delays.iter().collect();
         if v.is_empty() {
             return None;
         }
