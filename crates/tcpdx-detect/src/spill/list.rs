@@ -189,6 +189,7 @@ impl<T: Record> SpillList<T> {
     }
 
     /// Number of records.
+    #[inline]
     pub fn len(&self) -> usize {
         self.spilled() + self.tail.len()
     }
@@ -232,14 +233,20 @@ impl<T: Record> SpillList<T> {
     }
 
     /// All records in order.
+    #[inline]
     pub fn iter(&self) -> Iter<'_, T> {
-        Iter {
+        if self.blobs.is_empty() {
+            // Everything in memory (always after `prepare`): a plain slice walk, since
+            // detectors walk these lists once per silence or episode.
+            return Iter::Plain(self.tail.iter());
+        }
+        Iter::Spilled(Spilled {
             list: self,
             blob: 0,
             buf: Vec::new(),
             pos: 0,
             tail: 0,
-        }
+        })
     }
 
     /// Before a diagnosis: writes out the records in memory that fill a blob (all of them
@@ -266,7 +273,16 @@ impl<T: Record> SpillList<T> {
 
 /// Iterator over a [`SpillList`]'s records (see [`SpillList::iter`]).
 #[derive(Debug)]
-pub struct Iter<'a, T> {
+pub enum Iter<'a, T> {
+    /// No record is in the store.
+    Plain(std::slice::Iter<'a, T>),
+    /// Some are: blobs read back one at a time, then the records in memory.
+    Spilled(Spilled<'a, T>),
+}
+
+/// The state of an [`Iter`] over a list with records in the store.
+#[derive(Debug)]
+pub struct Spilled<'a, T> {
     list: &'a SpillList<T>,
     /// Next blob to read back.
     blob: usize,
@@ -280,6 +296,23 @@ pub struct Iter<'a, T> {
 impl<T: Record> Iterator for Iter<'_, T> {
     type Item = T;
 
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Iter::Plain(it) => it.next().copied(),
+            Iter::Spilled(s) => s.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Iter::Plain(it) => it.size_hint(),
+            Iter::Spilled(s) => s.size_hint(),
+        }
+    }
+}
+
+impl<T: Record> Spilled<'_, T> {
     fn next(&mut self) -> Option<T> {
         loop {
             if self.pos < self.buf.len() {
