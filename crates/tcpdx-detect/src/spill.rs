@@ -263,6 +263,23 @@ impl Spill {
     }
 }
 
+/// A store whose puts fail and whose reads fail: the error path of the spilling types'
+/// tests.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct BrokenStore;
+
+#[cfg(test)]
+impl ChunkStore for BrokenStore {
+    fn put(&mut self, _: &[u8]) -> io::Result<BlobRef> {
+        Err(io::Error::other("no space left"))
+    }
+    fn get(&mut self, _: BlobRef, _: &mut Vec<u8>) -> io::Result<()> {
+        Err(io::Error::other("unreadable"))
+    }
+    fn free(&mut self, _: BlobRef) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,97 +60,59 @@ impl Record for LossEpisode {
     }
 }
 
-impl Record for RtoStall {
-    fn encode(&self, w: &mut Writer<'_>) {
-        w.i64(self.start)
-            .u64(self.last_ack_frame)
-            .i64(self.end)
-            .u64(self.retx_frame)
-            .u32(self.timeouts)
-            .u64(self.seq)
-            .bool(self.upstream_loss);
-    }
+/// `impl Record` for a record of plain fields, each written with the [`Writer`] and read
+/// with the [`Reader`] method named after it, in the order given.
+macro_rules! plain_record {
+    ($t:ty { $($field:ident: $kind:ident),* $(,)? }) => {
+        impl Record for $t {
+            fn encode(&self, w: &mut Writer<'_>) {
+                $( w.$kind(self.$field); )*
+            }
 
-    fn decode(r: &mut Reader<'_>) -> Option<Self> {
-        Some(Self {
-            start: r.i64()?,
-            last_ack_frame: r.u64()?,
-            end: r.i64()?,
-            retx_frame: r.u64()?,
-            timeouts: r.u32()?,
-            seq: r.u64()?,
-            upstream_loss: r.bool()?,
-        })
-    }
+            fn decode(r: &mut Reader<'_>) -> Option<Self> {
+                Some(Self { $( $field: r.$kind()?, )* })
+            }
+        }
+    };
 }
 
-impl Record for DelackPause {
-    fn encode(&self, w: &mut Writer<'_>) {
-        w.i64(self.start)
-            .i64(self.end)
-            .i64(self.hold)
-            .u64(self.lone_frame)
-            .u64(self.ack_frame)
-            .opt_u64(self.third_dupack_frame)
-            .opt_u64(self.fast_retx_frame)
-            .opt_u64(self.rto_frame);
-    }
+plain_record!(RtoStall {
+    start: i64,
+    last_ack_frame: u64,
+    end: i64,
+    retx_frame: u64,
+    timeouts: u32,
+    seq: u64,
+    upstream_loss: bool,
+});
 
-    fn decode(r: &mut Reader<'_>) -> Option<Self> {
-        Some(Self {
-            start: r.i64()?,
-            end: r.i64()?,
-            hold: r.i64()?,
-            lone_frame: r.u64()?,
-            ack_frame: r.u64()?,
-            third_dupack_frame: r.opt_u64()?,
-            fast_retx_frame: r.opt_u64()?,
-            rto_frame: r.opt_u64()?,
-        })
-    }
-}
+plain_record!(DelackPause {
+    start: i64,
+    end: i64,
+    hold: i64,
+    lone_frame: u64,
+    ack_frame: u64,
+    third_dupack_frame: opt_u64,
+    fast_retx_frame: opt_u64,
+    rto_frame: opt_u64,
+});
 
-impl Record for NaglePause {
-    fn encode(&self, w: &mut Writer<'_>) {
-        w.i64(self.start)
-            .i64(self.end)
-            .i64(self.hold)
-            .u64(self.lone_frame)
-            .u64(self.ack_frame)
-            .u64(self.tail_frame);
-    }
+plain_record!(NaglePause {
+    start: i64,
+    end: i64,
+    hold: i64,
+    lone_frame: u64,
+    ack_frame: u64,
+    tail_frame: u64,
+});
 
-    fn decode(r: &mut Reader<'_>) -> Option<Self> {
-        Some(Self {
-            start: r.i64()?,
-            end: r.i64()?,
-            hold: r.i64()?,
-            lone_frame: r.u64()?,
-            ack_frame: r.u64()?,
-            tail_frame: r.u64()?,
-        })
-    }
-}
-
-impl Record for ZeroWindow {
-    fn encode(&self, w: &mut Writer<'_>) {
-        w.i64(self.start)
-            .u64(self.start_frame)
-            .i64(self.end)
-            .u64(self.end_frame)
-            .u32(self.probes);
-    }
-
-    fn decode(r: &mut Reader<'_>) -> Option<Self> {
-        Some(Self {
-            start: r.i64()?,
-            start_frame: r.u64()?,
-            end: r.i64()?,
-            end_frame: r.u64()?,
-            probes: r.u32()?,
-        })
-    }
-}
+plain_record!(ZeroWindow {
+    start: i64,
+    start_frame: u64,
+    end: i64,
+    end_frame: u64,
+    probes: u32,
+});
 
 /// The proofs a [`Spurious`] may name, by their code in the spill.
 const PROOFS: [&str; 3] = [PROOF_DSACK, PROOF_EARLY_ACK, PROOF_ACKED];

@@ -610,23 +610,12 @@ mod tests {
         assert_eq!(sp.live_blobs(), 0);
     }
 
-    /// A store whose puts fail from the start and whose reads fail.
-    #[derive(Debug)]
-    struct Broken;
-
-    impl crate::spill::ChunkStore for Broken {
-        fn put(&mut self, _: &[u8]) -> std::io::Result<BlobRef> {
-            Err(std::io::Error::other("no space left"))
-        }
-        fn get(&mut self, _: BlobRef, _: &mut Vec<u8>) -> std::io::Result<()> {
-            Err(std::io::Error::other("unreadable"))
-        }
-        fn free(&mut self, _: BlobRef) {}
-    }
-
     #[test]
     fn a_failing_store_keeps_the_rounds_in_memory_and_reports() {
-        let sp = Arc::new(Spill::new(Box::new(Broken), SpillPolicy::tiny()));
+        let sp = Arc::new(Spill::new(
+            Box::new(crate::spill::BrokenStore),
+            SpillPolicy::tiny(),
+        ));
         let mut r = Rounds::spilling_to(sp.clone());
         let want: Vec<Round> = (0..50).map(round).collect();
         r.extend(want.iter().copied());

@@ -361,7 +361,7 @@ impl<'a, T: Record> IntoIterator for &'a SpillList<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spill::{ChunkStore, MemStore, SpillPolicy};
+    use crate::spill::{MemStore, SpillPolicy};
 
     /// A record with every kind of field, including extremes.
     #[derive(Clone, Copy, Debug, PartialEq)]
@@ -511,23 +511,12 @@ mod tests {
         }
     }
 
-    /// A store whose puts fail.
-    #[derive(Debug)]
-    struct Broken;
-
-    impl ChunkStore for Broken {
-        fn put(&mut self, _: &[u8]) -> std::io::Result<BlobRef> {
-            Err(std::io::Error::other("no space left"))
-        }
-        fn get(&mut self, _: BlobRef, _: &mut Vec<u8>) -> std::io::Result<()> {
-            Err(std::io::Error::other("unreadable"))
-        }
-        fn free(&mut self, _: BlobRef) {}
-    }
-
     #[test]
     fn a_failing_store_keeps_the_records_in_memory_and_reports() {
-        let sp = Arc::new(Spill::new(Box::new(Broken), SpillPolicy::tiny()));
+        let sp = Arc::new(Spill::new(
+            Box::new(crate::spill::BrokenStore),
+            SpillPolicy::tiny(),
+        ));
         let mut l = SpillList::spilling_to(sp.clone());
         l.extend_for_test((0..20).map(rec));
         assert_eq!(l.spilled(), 0);
