@@ -24,8 +24,8 @@ use std::thread;
 use anyhow::Result;
 use tcpdx_capture::{CaptureError, CaptureReader};
 use tcpdx_core::{
-    Analyzer, AnalyzerConfig, EventSink, FlowSummary, FrameInput, InputStats, SegmentAnalysis,
-    SegmentDetail, StreamId, Warning,
+    Analyzer, AnalyzerConfig, EventSink, FlowKey, FlowSummary, FrameInput, InputStats,
+    SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
 use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing, Spill};
 use tcpdx_report::{CsvTail, Line};
@@ -232,23 +232,11 @@ fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
     let (FrameInput::Segment(s) | FrameInput::Partial(s)) = input else {
         return None;
     };
-    // Symmetric (a sum) without building the canonical key; each endpoint fully mixed so
-    // sequential addresses and ports (a few bulk transfers) still spread evenly.
-    let h = mix(endpoint_bits(&s.src)).wrapping_add(mix(endpoint_bits(&s.dst)));
-    // Multiply-shift: the high bits of the mixed sum pick the worker, no division.
-    Some(((u128::from(mix(h)) * n as u128) >> 64) as usize)
-}
-
-/// An endpoint as 64 bits (address and port; an IPv6 address folded).
-fn endpoint_bits(e: &tcpdx_core::Endpoint) -> u64 {
-    let addr = match e.addr {
-        std::net::IpAddr::V4(a) => u64::from(u32::from(a)),
-        std::net::IpAddr::V6(a) => {
-            let x = u128::from(a);
-            (x as u64) ^ ((x >> 64) as u64).rotate_left(29)
-        }
-    };
-    (addr << 16) ^ u64::from(e.port)
+    // The canonical key is the same for both directions; mixed fully, so that sequential
+    // addresses and ports (a few bulk transfers) still spread evenly.
+    let (key, _) = FlowKey::new(s.src, s.dst);
+    // Multiply-shift: the high bits of the mixed word pick the worker, no division.
+    Some(((u128::from(mix(key.word())) * n as u128) >> 64) as usize)
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.

@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
+use tcpdx_testkit::bulk::BulkConfig;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -116,21 +116,15 @@ fn long_connections_spill_under_the_default_budget_and_diagnose_alike() {
     // default budget; one of 20k-segment connections that close and are replaced frees
     // its space as each is diagnosed.
     for (packets, concurrent, per_conn) in [(240_000, 4, 100_000_000), (150_000, 3, 20_000)] {
-        let path = std::env::temp_dir().join(format!(
-            "tcpdx-spill-{}-{packets}-{per_conn}.pcap",
-            std::process::id()
-        ));
-        let f = std::fs::File::create(&path).expect("create capture");
-        write_bulk(
-            std::io::BufWriter::new(f),
+        let path = common::bulk_capture(
+            &format!("spill-{packets}-{per_conn}"),
             BulkConfig {
                 packets,
                 concurrent,
                 per_conn,
                 ..BulkConfig::default()
             },
-        )
-        .expect("write capture");
+        );
         let default = spilled(&diagnose(&path, 1, &[]));
         assert!(default > 0, "{packets} packets did not spill by default");
         let (tiny, records) = assert_spill_changes_nothing(&path);

@@ -13,8 +13,8 @@ use std::process::Command;
 
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig};
-use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
-use tcpdx_testkit::{AUTO, Dir, Script, ScriptConfig};
+use tcpdx_testkit::bulk::BulkConfig;
+use tcpdx_testkit::{Script, ScriptConfig};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -175,22 +175,7 @@ fn late_segments_of_swept_connections_are_ignored_alike_for_any_thread_count() {
     // Connection A transfers and closes; B then sends more segments than the diagnoser's
     // sweep interval over 4 s, so one diagnoser diagnoses A early; A's retransmission
     // after that is ignored. Workers must sweep at the same segment to ignore it too.
-    let mut t = Script::new();
-    let a = t.conn();
-    t.handshake();
-    t.at_ms(20).client_sends(AUTO, 1000);
-    t.after_ms(10).server_acks(AUTO);
-    t.fin(Dir::C2S);
-    t.after_ms(1).fin(Dir::S2C);
-    t.after_ms(1).client_acks(AUTO);
-    let mut cfg = t.config().clone();
-    cfg.client_port += 1;
-    t.add_connection(cfg);
-    t.at_ms(100).handshake();
-    for i in 0..20_000u32 {
-        let seq = t.next_seq(Dir::C2S);
-        t.at_ms(200.0 + f64::from(i) * 0.2).client_sends(seq, 100);
-    }
+    let (mut t, a) = Script::closed_then_busy(20_000, 0.2);
     t.on(a).at_ms(4500).client_sends(1, 1000);
     let file = t.write_temp_pcapng("threads-late").unwrap();
     assert_same(&file, &[&["diagnose", "--json"]], &[2, 3]);
@@ -202,17 +187,16 @@ fn diagnose_with_evictions_gives_the_same_diagnosis_for_any_thread_count() {
     // 100 connections at a time, 40 data segments each, ~1,400 in all; --max-flows 400
     // (100 per worker with 4 threads) evicts only connections that have finished, so the
     // diagnosis (not the eviction counts on stderr) is the same.
-    let dir = std::env::temp_dir().join(format!("tcpdx-threads-evict-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("evict.pcap");
-    let cfg = BulkConfig {
-        packets: 120_000,
-        concurrent: 100,
-        per_conn: 40,
-        gap_us: 100,
-        ..BulkConfig::default()
-    };
-    write_bulk(std::fs::File::create(&file).unwrap(), cfg).unwrap();
+    let file = common::bulk_capture(
+        "threads-evict",
+        BulkConfig {
+            packets: 120_000,
+            concurrent: 100,
+            per_conn: 40,
+            gap_us: 100,
+            ..BulkConfig::default()
+        },
+    );
     let args = ["diagnose", "--json", "--max-flows", "400"];
     let one = tcpdx(&args, &file, 1);
     let err = String::from_utf8_lossy(&one.2);
@@ -228,24 +212,23 @@ fn diagnose_with_evictions_gives_the_same_diagnosis_for_any_thread_count() {
             "diagnose --max-flows 400: --threads=1 and --threads={t} differ"
         );
     }
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_file(&file).ok();
 }
 
 #[test]
 fn expiry_sweeps_and_filters_give_the_same_output_for_any_thread_count() {
     // 150 s of capture (1 ms between frames) with connections closing all the time: the
     // analyzer's sweeps (every 65,536 frames) expire closed connections mid-capture.
-    let dir = std::env::temp_dir().join(format!("tcpdx-threads-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("sweep.pcap");
-    let cfg = BulkConfig {
-        packets: 150_000,
-        concurrent: 300,
-        per_conn: 40,
-        gap_us: 1000,
-        ..BulkConfig::default()
-    };
-    write_bulk(std::fs::File::create(&file).unwrap(), cfg).unwrap();
+    let file = common::bulk_capture(
+        "threads-sweep",
+        BulkConfig {
+            packets: 150_000,
+            concurrent: 300,
+            per_conn: 40,
+            gap_us: 1000,
+            ..BulkConfig::default()
+        },
+    );
 
     let mut reader = CaptureReader::open(&file).unwrap();
     let mut an = Analyzer::new(AnalyzerConfig::default());
@@ -270,7 +253,7 @@ fn expiry_sweeps_and_filters_give_the_same_output_for_any_thread_count() {
         &["diagnose", "--json", "--stream", "7"],
     ];
     assert_same(&file, filtered, &[2]);
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_file(&file).ok();
 }
 
 #[test]

@@ -450,6 +450,31 @@ impl Script {
         ConnId(self.cur)
     }
 
+    /// A connection that transfers 1000 bytes and closes, then another (the next client
+    /// port) that sends `segments` 100-byte segments `gap_ms` apart from 200 ms on: a
+    /// connection closed long before the capture ends. Returns the script (the second
+    /// connection current) and the first connection.
+    pub fn closed_then_busy(segments: u32, gap_ms: f64) -> (Script, ConnId) {
+        let mut t = Script::new();
+        let first = t.conn();
+        t.handshake();
+        t.at_ms(20).client_sends(AUTO, 1000);
+        t.after_ms(10).server_acks(AUTO);
+        t.fin(Dir::C2S);
+        t.after_ms(1).fin(Dir::S2C);
+        t.after_ms(1).client_acks(AUTO);
+        let mut cfg = t.config().clone();
+        cfg.client_port += 1;
+        t.add_connection(cfg);
+        t.at_ms(100).handshake();
+        for i in 0..segments {
+            let seq = t.next_seq(Dir::C2S);
+            t.at_ms(200.0 + f64::from(i) * gap_ms)
+                .client_sends(seq, 100);
+        }
+        (t, first)
+    }
+
     /// Makes `id` the connection that later calls write to.
     #[track_caller]
     pub fn on(&mut self, id: ConnId) -> &mut Self {

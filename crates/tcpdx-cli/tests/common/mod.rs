@@ -119,3 +119,12 @@ pub fn captures_under(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// Writes a generated bulk capture `cfg` to a temp file named after `name` (and this
+/// process), for the caller to remove.
+pub fn bulk_capture(name: &str, cfg: tcpdx_testkit::bulk::BulkConfig) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("tcpdx-{name}-{}.pcap", std::process::id()));
+    let f = std::fs::File::create(&path).expect("create capture");
+    tcpdx_testkit::bulk::write_bulk(std::io::BufWriter::new(f), cfg).expect("write capture");
+    path
+}

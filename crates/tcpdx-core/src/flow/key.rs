@@ -93,15 +93,24 @@ fn fold(a: u128) -> u64 {
     (a as u64) ^ ((a >> 64) as u64).rotate_left(29)
 }
 
-/// One word per key: Fx multiplies it once, and the bucket index (low bits) sees the
-/// ports, which are what differ most between the connections of one host pair.
-impl std::hash::Hash for FlowKey {
+impl FlowKey {
+    /// The key folded into one word (equal keys fold equal; not mixed: the low bits are
+    /// the ports, which are what differ most between the connections of one host pair).
     #[inline]
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+    pub fn word(&self) -> u64 {
         let [lo, hi] = self.addrs;
         let lo = fold(lo).rotate_left(16) ^ u64::from(self.ports >> 16);
         let hi = fold(hi).rotate_left(16) ^ u64::from(self.ports & 0xffff);
-        state.write_u64(lo ^ hi.rotate_left(32) ^ u64::from(self.v6) << 8);
+        lo ^ hi.rotate_left(32) ^ u64::from(self.v6) << 8
+    }
+}
+
+/// One word per key ([`FlowKey::word`]): Fx multiplies it once, and the bucket index (low
+/// bits) sees the ports.
+impl std::hash::Hash for FlowKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.word());
     }
 }
 

@@ -742,21 +742,7 @@ fn diagnosers_over_shares_of_the_connections_merge_into_the_single_diagnosis() {
 fn a_closed_connection_is_diagnosed_early_and_its_state_freed() {
     // Connection 1 transfers and closes; connection 2 then runs for over a second and more
     // than one sweep interval of segments.
-    let mut t = Script::new();
-    t.handshake();
-    t.at_ms(20).client_sends(AUTO, 1000);
-    t.after_ms(10).server_acks(AUTO);
-    t.fin(Dir::C2S);
-    t.after_ms(1).fin(Dir::S2C);
-    t.after_ms(1).client_acks(AUTO);
-    let mut cfg = t.config().clone();
-    cfg.client_port += 1;
-    t.add_connection(cfg);
-    t.at_ms(100).handshake();
-    for i in 0..crate::CLOSED_SWEEP_EVERY {
-        let seq = t.next_seq(Dir::C2S);
-        t.at_ms(200.0 + f64::from(i) * 0.1).client_sends(seq, 100);
-    }
+    let (t, _) = Script::closed_then_busy(crate::CLOSED_SWEEP_EVERY, 0.1);
     let mut a = Analyzer::new(AnalyzerConfig::default());
     let mut d = Diagnoser::new();
     for f in t.frames() {
