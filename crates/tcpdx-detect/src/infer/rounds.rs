@@ -75,10 +75,33 @@ pub struct Rounds {
     decoded: Option<Vec<Round>>,
 }
 
-fn put<V: VarInt>(out: &mut Vec<u8>, v: V) {
-    let mut buf = [0u8; 10];
-    let n = v.encode_var(&mut buf);
-    out.extend_from_slice(buf.get(..n).unwrap_or_default());
+/// Longest encoded round: the flags byte and eight varints of at most 10 bytes.
+const MAX_ROUND_BYTES: usize = 1 + 8 * 10;
+
+/// One round's bytes, built on the stack and appended with one copy: eight small appends
+/// cost about three times as much (a capacity check and a `memcpy` call each).
+struct Enc {
+    buf: [u8; MAX_ROUND_BYTES],
+    len: usize,
+}
+
+impl Enc {
+    fn new(flags: u8) -> Self {
+        let mut buf = [0; MAX_ROUND_BYTES];
+        buf[0] = flags;
+        Self { buf, len: 1 }
+    }
+
+    fn put<V: VarInt>(&mut self, v: V) {
+        // At most eight values of at most 10 bytes follow the flags: always room.
+        if let Some(dst) = self.buf.get_mut(self.len..) {
+            self.len += v.encode_var(dst);
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
 }
 
 impl Rounds {
@@ -167,20 +190,20 @@ impl Rounds {
         if r.retx == 0 {
             flags |= NO_RETX;
         }
-        let out = &mut c.bytes;
-        out.push(flags);
-        put(out, r.start.wrapping_sub(prev.end));
-        put(out, r.end.wrapping_sub(r.start));
-        put(out, r.pkts);
-        put(out, r.bytes);
-        put(out, r.acked);
+        let mut e = Enc::new(flags);
+        e.put(r.start.wrapping_sub(prev.end));
+        e.put(r.end.wrapping_sub(r.start));
+        e.put(r.pkts);
+        e.put(r.bytes);
+        e.put(r.acked);
         if r.retx != 0 {
-            put(out, r.retx);
+            e.put(r.retx);
         }
         if r.rcv_window != prev.rcv_window {
-            put(out, r.rcv_window);
+            e.put(r.rcv_window);
         }
-        put(out, r.max_in_flight);
+        e.put(r.max_in_flight);
+        c.bytes.extend_from_slice(e.bytes());
         c.len += 1;
         self.len += 1;
         self.last = Some(r);
