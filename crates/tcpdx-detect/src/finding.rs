@@ -3,6 +3,8 @@
 //! The serialised form is the `tcpdx diagnose --json` contract (DESIGN.md "JSON
 //! contracts", docs/json-format.md): extend, never break.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 /// The stable catalogue kinds (DESIGN.md "Pathologies"), serialised in kebab-case.
@@ -135,7 +137,7 @@ pub struct Evidence {
     /// Wireshark frame number.
     pub frame: u64,
     /// Role (`third duplicate ACK`, `fast retransmission`, `lone segment`, `delayed ACK`, ...).
-    pub role: String,
+    pub role: Cow<'static, str>,
     /// The episode (1-based, counting every episode, listed or not) the frame belongs to, for
     /// evidence added before that episode's [`Finding::episode`] call; `None` for evidence
     /// of the finding as a whole. Not serialised (the JSON contract is unchanged).
@@ -215,12 +217,14 @@ impl Finding {
         }
     }
 
-    /// Adds an evidence frame (bounded by [`MAX_EVIDENCE`]).
-    pub fn evidence(&mut self, frame: u64, role: &str) {
+    /// Adds an evidence frame (bounded by [`MAX_EVIDENCE`]). A role is usually a fixed
+    /// text: borrowed, it costs no allocation (a capture of many connections can have
+    /// thousands of findings with dozens of frames each).
+    pub fn evidence(&mut self, frame: u64, role: impl Into<Cow<'static, str>>) {
         if self.evidence.len() < MAX_EVIDENCE {
             self.evidence.push(Evidence {
                 frame,
-                role: role.to_string(),
+                role: role.into(),
                 episode: None,
             });
         }

@@ -226,7 +226,7 @@ pub fn finding_rows<W: std::io::Write + Send>(
         Cell::Strs(&f.recommendations),
     ])?;
     for e in &f.evidence {
-        evidence.row(&[id.into(), i(e.frame).into(), e.role.as_str().into()])?;
+        evidence.row(&[id.into(), i(e.frame).into(), e.role.as_ref().into()])?;
     }
     for e in &f.episode_list {
         episodes.row(&[id.into(), e.start_s.into(), e.duration_s.into()])?;

@@ -236,7 +236,7 @@ fn merge(diag: &mut Diagnosis, f: Finding) {
         old.explanation.push_str(" Storage: ");
         old.explanation.push_str(&f.explanation);
         for e in f.evidence {
-            old.evidence(e.frame, &e.role);
+            old.evidence(e.frame, e.role);
         }
         for r in f.recommendations {
             if !old.recommendations.contains(&r) {
@@ -330,10 +330,10 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
         for (t, srt) in g {
             let req = t.request.last;
             let rep = t.reply.map_or(req, |r| r.last);
-            f.evidence(req.frame.0, &format!("{} request", op_label(t)));
+            f.evidence(req.frame.0, format!("{} request", op_label(t)));
             f.evidence(
                 rep.frame.0,
-                &format!("{} reply after {:.3} s", op_label(t), *srt as f64 / 1e9),
+                format!("{} reply after {:.3} s", op_label(t), *srt as f64 / 1e9),
             );
             f.episode((req.ts.0 - origin) as f64 / 1e9, *srt as f64 / 1e9);
             let d = ev.during(stream, req.ts.0, rep.ts.0);

@@ -52,7 +52,7 @@ fn find(d: &Diagnosis, kind: K) -> &Finding {
 fn roles(f: &Finding) -> Vec<(u64, &str)> {
     f.evidence
         .iter()
-        .map(|e| (e.frame, e.role.as_str()))
+        .map(|e| (e.frame, e.role.as_ref()))
         .collect()
 }
 
