@@ -78,14 +78,19 @@ pub struct Diagnosis {
     pub time_budget: TimeBudget,
     /// Per-connection inference.
     pub connections: Vec<ConnInference>,
-    /// Connections beyond [`MAX_LISTED`], counted instead of listed.
+    /// Connections beyond [`MAX_LISTED`] or [`MAX_LISTED_BYTES`], counted instead of listed.
     pub unlisted: Unlisted,
 }
 
 /// Connections listed at most, with their findings, inference and budget (tcpdx choice:
-/// a few tens of MB). Beyond it the least costly are folded into [`Unlisted`], so that memory
+/// a connection without findings takes about 0.6 KB). Beyond it, or beyond
+/// [`MAX_LISTED_BYTES`], the least costly are folded into [`Unlisted`], so that memory
 /// stays bounded on captures of millions of connections (SYN floods, scans).
 pub const MAX_LISTED: usize = 50_000;
+
+/// Bytes of listed connections at most (tcpdx choice: a connection with a finding takes
+/// 2 to 6 KB, its evidence frames, episodes and texts; 32 MiB lists about ten thousand).
+pub const MAX_LISTED_BYTES: usize = 32 << 20;
 
 /// What was folded away to keep memory bounded: counts and costs, no details.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -151,7 +156,9 @@ pub fn sort_findings(f: &mut [Finding]) {
 #[derive(Debug)]
 pub struct Diagnoser {
     /// Trackers by stream (Fx: one lookup per segment, SipHash cost 6% of `diagnose`).
-    conns: FxHashMap<u32, ConnTracker>,
+    /// Boxed: a tracker is 3.4 KB, and growing or cleaning the table moved every one
+    /// (a third of the cache misses of `diagnose` on many short connections).
+    conns: FxHashMap<u32, Box<ConnTracker>>,
     /// Connections already diagnosed, listed or folded away (bounded memory).
     listing: Listing,
     /// Streams diagnosed early because they closed (a bit per `tcp.stream`): their late
@@ -184,9 +191,15 @@ impl Diagnoser {
 
     /// A diagnoser listing at most `n` connections (tests; the default is [`MAX_LISTED`]).
     pub fn with_max_listed(n: usize) -> Self {
+        Self::with_listing_bounds(n, MAX_LISTED_BYTES)
+    }
+
+    /// A diagnoser listing at most `n` connections in `bytes` (tests; the defaults are
+    /// [`MAX_LISTED`] and [`MAX_LISTED_BYTES`]).
+    pub fn with_listing_bounds(n: usize, bytes: usize) -> Self {
         Self {
             conns: FxHashMap::default(),
-            listing: Listing::new(n),
+            listing: Listing::new(n, bytes),
             closed: Vec::new(),
             since_sweep: 0,
             caller_sweeps: false,
@@ -219,7 +232,7 @@ impl Diagnoser {
             .map(|(s, _)| *s)
             .collect();
         for s in done {
-            if let Some(c) = self.conns.remove(&s) {
+            if let Some(mut c) = self.conns.remove(&s) {
                 let i = s as usize / 64;
                 if self.closed.len() <= i {
                     self.closed.resize(i + 1, 0);
@@ -227,7 +240,7 @@ impl Diagnoser {
                 if let Some(w) = self.closed.get_mut(i) {
                     *w |= 1 << (s % 64);
                 }
-                self.listing.keep(diagnose(c));
+                self.listing.keep(diagnose(&mut c));
             }
         }
     }
@@ -245,15 +258,15 @@ impl Diagnoser {
 
     /// The connections' inference so far, in no particular order (for tests and tools).
     pub fn trackers(&self) -> impl Iterator<Item = &ConnTracker> {
-        self.conns.values()
+        self.conns.values().map(|c| &**c)
     }
 
     /// Diagnoses every connection still open; the listing of all, to merge with other
     /// diagnosers' ([`Listing::merge`]) or to finish ([`Listing::into_diagnosis`]).
     pub fn into_listing(mut self) -> Listing {
         // In the map's order: the listing's result does not depend on the order of keeps.
-        for c in std::mem::take(&mut self.conns).into_values() {
-            self.listing.keep(diagnose(c));
+        for mut c in std::mem::take(&mut self.conns).into_values() {
+            self.listing.keep(diagnose(&mut c));
         }
         self.listing
     }
@@ -264,14 +277,14 @@ impl Diagnoser {
     }
 }
 
-/// Runs the detectors over one connection.
-fn diagnose(mut c: ConnTracker) -> Diagnosed {
+/// Runs the detectors over one connection (at its end: it is dropped after).
+fn diagnose(c: &mut ConnTracker) -> Diagnosed {
     c.finish();
     for s in &mut c.senders {
         s.prepare();
     }
-    let budget = budget::connection_budget(&c);
-    let cx = ConnContext::new(&c, &budget);
+    let budget = budget::connection_budget(c);
+    let cx = ConnContext::new(c, &budget);
     let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
     if findings.iter().all(|f| f.severity == Severity::Info) {
         findings.extend(detectors::path_limited::detect(&cx));
@@ -297,7 +310,7 @@ impl EventSink for Diagnoser {
         if !self.is_closed_stream(a.stream.0) {
             self.conns
                 .entry(a.stream.0)
-                .or_insert_with(|| ConnTracker::spilling_to(&self.spill))
+                .or_insert_with(|| Box::new(ConnTracker::spilling_to(&self.spill)))
                 .on_segment(a, d);
         }
         self.since_sweep += 1;
@@ -310,8 +323,8 @@ impl EventSink for Diagnoser {
     }
     fn flow(&mut self, _f: &FlowSummary) {}
     fn flow_evicted(&mut self, f: &FlowSummary) {
-        if let Some(c) = self.conns.remove(&f.stream.0) {
-            self.listing.keep(diagnose(c));
+        if let Some(mut c) = self.conns.remove(&f.stream.0) {
+            self.listing.keep(diagnose(&mut c));
         }
     }
 }

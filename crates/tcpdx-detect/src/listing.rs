@@ -54,6 +54,54 @@ impl Diagnosed {
             .unwrap_or((Severity::Info, 0.0))
     }
 
+    /// Bytes this diagnosis holds, from lengths (so the same for every run): what the
+    /// listing's memory budget counts. Renumbering can only make it larger (longer
+    /// stream numbers in the filters), which keeps a share's folds within the merged ones.
+    fn size(&self) -> usize {
+        use std::mem::size_of;
+        let strings =
+            |v: &[String]| -> usize { v.iter().map(|s| size_of::<String>() + s.len()).sum() };
+        let findings: usize = self
+            .findings
+            .iter()
+            .map(|f| {
+                let roles: usize = f
+                    .evidence
+                    .iter()
+                    .map(|e| match &e.role {
+                        std::borrow::Cow::Owned(r) => r.len(),
+                        std::borrow::Cow::Borrowed(_) => 0,
+                    })
+                    .sum();
+                size_of::<Finding>()
+                    + f.evidence.len() * size_of::<crate::finding::Evidence>()
+                    + roles
+                    + f.episode_list.len() * size_of::<crate::finding::Episode>()
+                    + f.wireshark_filter.len()
+                    + f.explanation.len()
+                    + strings(&f.recommendations)
+                    + f.file.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        size_of::<Self>() + findings + self.inference.client.len() + self.inference.server.len()
+    }
+
+    /// Frees the spare capacity of its vectors and texts, so that [`Diagnosed::size`] is
+    /// what it holds (a growing `Vec` keeps up to twice its length).
+    fn shrink(&mut self) {
+        self.findings.shrink_to_fit();
+        for f in &mut self.findings {
+            f.evidence.shrink_to_fit();
+            f.episode_list.shrink_to_fit();
+            f.wireshark_filter.shrink_to_fit();
+            f.explanation.shrink_to_fit();
+            f.recommendations.shrink_to_fit();
+            for r in &mut f.recommendations {
+                r.shrink_to_fit();
+            }
+        }
+    }
+
     /// Renumbers every stream reference (the findings' filters among them).
     fn renumber(&mut self, to: u32) {
         self.stream = to;
@@ -129,17 +177,23 @@ pub struct Listing {
     folded: Folded,
     /// Connections listed at most.
     max_listed: usize,
+    /// Bytes of listed diagnoses at most ([`Diagnosed::size`]).
+    max_bytes: usize,
+    /// Bytes of `done`.
+    bytes: usize,
     /// Diagnoses kept so far (the next one's `seq`).
     kept: u64,
 }
 
 impl Listing {
-    /// An empty listing of at most `max_listed` connections.
-    pub(crate) fn new(max_listed: usize) -> Self {
+    /// An empty listing of at most `max_listed` connections and `max_bytes` bytes.
+    pub(crate) fn new(max_listed: usize, max_bytes: usize) -> Self {
         Self {
             done: Vec::new(),
             folded: Folded::default(),
             max_listed: max_listed.max(1),
+            max_bytes,
+            bytes: 0,
             kept: 0,
         }
     }
@@ -149,21 +203,30 @@ impl Listing {
         self.max_listed
     }
 
-    /// Keeps a diagnosed connection; a quarter past the bound, folds the least costly away
-    /// (amortised: each fold removes a quarter of the bound, each connection once).
+    /// Keeps a diagnosed connection; a quarter past either bound, folds the least costly
+    /// away (amortised: each fold removes a quarter of the bound, each connection once).
     pub(crate) fn keep(&mut self, mut d: Diagnosed) {
         d.seq = self.kept;
+        d.shrink();
         self.kept += 1;
+        self.bytes += d.size();
         self.done.push(d);
-        let max = self.max_listed;
-        if self.done.len() > max + max / 4 {
-            self.fold(max);
+        self.fold_if_over();
+    }
+
+    fn fold_if_over(&mut self) {
+        let (max, bytes) = (self.max_listed, self.max_bytes);
+        if self.done.len() > max + max / 4 || self.bytes > bytes.saturating_add(bytes / 4) {
+            self.fold();
         }
     }
 
-    /// Folds all but the `keep` first connections of the listing order into the counts.
-    fn fold(&mut self, keep: usize) {
-        if self.done.len() <= keep {
+    /// Folds all but the longest head of the listing order within both bounds into the
+    /// counts. A head is within them on every share of the connections when it is on all
+    /// of them (sizes only grow when a share is renumbered), so shares fold nothing the
+    /// merged listing would keep.
+    fn fold(&mut self) {
+        if self.done.len() <= self.max_listed && self.bytes <= self.max_bytes {
             return;
         }
         self.done.sort_by(|a, b| {
@@ -173,9 +236,20 @@ impl Listing {
                 .then(a.stream.cmp(&b.stream))
                 .then(a.seq.cmp(&b.seq))
         });
+        let mut bytes = 0;
+        let mut keep = 0;
+        for d in self.done.iter().take(self.max_listed) {
+            let b = bytes + d.size();
+            if b > self.max_bytes {
+                break;
+            }
+            bytes = b;
+            keep += 1;
+        }
         for d in self.done.drain(keep..) {
             self.folded.add(&d);
         }
+        self.bytes = bytes;
     }
 
     /// Renumbers the streams with `to`, which must keep their order (`a < b` gives
@@ -184,24 +258,24 @@ impl Listing {
         for d in &mut self.done {
             d.renumber(to(d.stream));
         }
+        self.bytes = self.done.iter().map(Diagnosed::size).sum();
     }
 
     /// Adds the listing of a diagnoser that saw other connections (renumbered to the same
     /// stream numbers as this one's).
     pub fn merge(&mut self, other: Listing) {
         self.max_listed = self.max_listed.max(other.max_listed);
+        self.max_bytes = self.max_bytes.max(other.max_bytes);
         self.done.extend(other.done);
+        self.bytes += other.bytes;
         self.folded.merge(&other.folded);
         self.kept += other.kept;
-        let max = self.max_listed;
-        if self.done.len() > max + max / 4 {
-            self.fold(max);
-        }
+        self.fold_if_over();
     }
 
     /// The diagnosis: the listed connections in stream order, findings most costly first.
     pub fn into_diagnosis(mut self) -> Diagnosis {
-        self.fold(self.max_listed);
+        self.fold();
         let mut all = self.done;
         all.sort_by_key(|d| (d.stream, d.seq));
         let f = &self.folded;
@@ -283,12 +357,12 @@ mod tests {
             })
         };
         for max in [100, 7, 2] {
-            let mut one = Listing::new(max);
+            let mut one = Listing::new(max, usize::MAX);
             for d in parts() {
                 one.keep(d);
             }
             let want = one.into_diagnosis();
-            let mut shares = [Listing::new(max), Listing::new(max)];
+            let mut shares = [Listing::new(max, usize::MAX), Listing::new(max, usize::MAX)];
             for mut d in parts() {
                 let s = d.stream;
                 d.renumber(s / 2);

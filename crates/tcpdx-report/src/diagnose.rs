@@ -23,7 +23,7 @@ struct JsonDiagnosis<'a> {
     findings: &'a [Finding],
     time_budget: &'a TimeBudget,
     connections: &'a [tcpdx_detect::ConnInference],
-    /// Present only when connections were folded away (more than `MAX_LISTED`).
+    /// Present only when connections were folded away (beyond `MAX_LISTED` or `MAX_LISTED_BYTES`).
     #[serde(skip_serializing_if = "Option::is_none")]
     unlisted: Option<&'a tcpdx_detect::Unlisted>,
 }
@@ -122,9 +122,9 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
             .collect();
         writeln!(
             w,
-            "{} more connection(s) not listed (only the {} costliest are kept){}{}",
+            "{} more connection(s) not listed (only the {} costliest are kept, to bound memory){}{}",
             d.unlisted.connections,
-            tcpdx_detect::MAX_LISTED,
+            d.connections.len(),
             if kinds.is_empty() {
                 ""
             } else {

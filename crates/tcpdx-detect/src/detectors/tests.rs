@@ -641,6 +641,13 @@ fn beyond_the_listing_bound_connections_are_counted_not_listed() {
         all.findings.len() as u64,
         "every finding is listed or counted"
     );
+    // A byte bound of a few connections' worth lists the costliest that fit.
+    let fit = run(Diagnoser::with_listing_bounds(100, 5_000));
+    let listed = fit.connections.len();
+    assert!((1..12).contains(&listed), "{listed} listed");
+    assert_eq!(listed as u64 + fit.unlisted.connections, 12);
+    assert_eq!(setup(&fit), listed.min(4), "the costly ones first");
+    assert!((fit.time_budget.seconds - all.time_budget.seconds).abs() < 1e-9);
 }
 
 /// Feeds a diagnoser and notes the streams its analyzer opens.
@@ -681,9 +688,17 @@ fn diagnosers_over_shares_of_the_connections_merge_into_the_single_diagnosis() {
         t.after_ms(10).server_acks(AUTO);
     }
     let frames = t.frames();
-    for max_listed in [100, 4, 3] {
+    // Bounds on the count, then on the bytes (a few connections' worth).
+    let bounds = [
+        (100, usize::MAX),
+        (4, usize::MAX),
+        (3, usize::MAX),
+        (100, 2_000),
+        (100, 4_000),
+    ];
+    for (max_listed, max_bytes) in bounds {
         let config = AnalyzerConfig::default;
-        let mut one = Diagnoser::with_max_listed(max_listed);
+        let mut one = Diagnoser::with_listing_bounds(max_listed, max_bytes);
         let mut a = Analyzer::new(config());
         for f in &frames {
             a.handle_frame(&f.as_frame(), &mut one);
@@ -697,7 +712,7 @@ fn diagnosers_over_shares_of_the_connections_merge_into_the_single_diagnosis() {
         // capture's numbers follow the order the streams open in.
         let n = 3;
         let mut diags: Vec<Diagnoser> = (0..n)
-            .map(|_| Diagnoser::with_max_listed(max_listed).swept_by_caller())
+            .map(|_| Diagnoser::with_listing_bounds(max_listed, max_bytes).swept_by_caller())
             .collect();
         let mut ans: Vec<Analyzer> = (0..n).map(|_| Analyzer::new(config())).collect();
         let mut maps: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -731,10 +746,13 @@ fn diagnosers_over_shares_of_the_connections_merge_into_the_single_diagnosis() {
         }
         let got = merged.unwrap().into_diagnosis();
         assert!(
-            want.unlisted.connections > 0 || max_listed == 100,
-            "folding is exercised"
+            want.unlisted.connections > 0 || (max_listed, max_bytes) == (100, usize::MAX),
+            "folding is exercised: {} listed, {} not",
+            want.connections.len(),
+            want.unlisted.connections
         );
-        assert_eq!(got, want, "max_listed {max_listed}");
+        assert!(!want.connections.is_empty(), "something is listed");
+        assert_eq!(got, want, "max_listed {max_listed}, max_bytes {max_bytes}");
     }
 }
 
