@@ -280,6 +280,12 @@ impl ChunkStore for BrokenStore {
     fn free(&mut self, _: BlobRef) {}
 }
 
+/// A spill into a [`BrokenStore`] that spills at once ([`SpillPolicy::tiny`]).
+#[cfg(test)]
+pub(crate) fn broken_tiny() -> std::sync::Arc<Spill> {
+    std::sync::Arc::new(Spill::new(Box::new(BrokenStore), SpillPolicy::tiny()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -646,10 +646,7 @@ mod tests {
 
     #[test]
     fn a_failing_store_keeps_the_rounds_in_memory_and_reports() {
-        let sp = Arc::new(Spill::new(
-            Box::new(crate::spill::BrokenStore),
-            SpillPolicy::tiny(),
-        ));
+        let sp = crate::spill::broken_tiny();
         let mut r = Rounds::spilling_to(sp.clone());
         let want: Vec<Round> = (0..50).map(round).collect();
         r.extend(want.iter().copied());

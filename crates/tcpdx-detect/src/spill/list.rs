@@ -513,10 +513,7 @@ mod tests {
 
     #[test]
     fn a_failing_store_keeps_the_records_in_memory_and_reports() {
-        let sp = Arc::new(Spill::new(
-            Box::new(crate::spill::BrokenStore),
-            SpillPolicy::tiny(),
-        ));
+        let sp = crate::spill::broken_tiny();
         let mut l = SpillList::spilling_to(sp.clone());
         l.extend_for_test((0..20).map(rec));
         assert_eq!(l.spilled(), 0);
