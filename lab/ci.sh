@@ -28,6 +28,7 @@ START=$SECONDS
 PASS=0
 FAIL=0
 FAILED=()
+FLAKY=()
 pass() { PASS=$((PASS + 1)); echo "   ok: $1"; }
 fail() { FAIL=$((FAIL + 1)); FAILED+=("$1"); echo "   FAILED: $1"; }
 # check NAME CMD...: runs one CI check and counts it
@@ -38,7 +39,7 @@ check() {
   if "$@"; then pass "$name"; else fail "$name"; fi
 }
 summary() {
-  echo "lab: $PASS passed, $FAIL failed ($((SECONDS - START)) s)${FAILED:+; failed: ${FAILED[*]}}"
+  echo "lab: $PASS passed, $FAIL failed ($((SECONDS - START)) s)${FAILED:+; failed: ${FAILED[*]}}${FLAKY:+; passed on a second run: ${FLAKY[*]}}"
 }
 
 KEEP_OUT=1
@@ -101,10 +102,30 @@ echo "== scenarios (short, verified)"
 RES=$OUT/results.jsonl
 rm -f "$RES"
 "$BIN" run all --short --verify --out "$OUT" --results "$RES"
+# A scenario runs real TCP stacks, servers and a user-space relay on a shared machine: a
+# CPU stall of the relay or a server can cost a clean scenario a drop or a spurious
+# retransmission. A failed scenario is run once more; it passes only if that run passes,
+# and the first failure is printed either way (the summary names such scenarios).
 if [ -s "$RES" ]; then
   while IFS= read -r line; do
     name=$(sed -E 's/.*"scenario":"([^"]*)".*/\1/' <<<"$line")
-    if grep -q '"ok":true' <<<"$line"; then pass "scenario $name"; else fail "scenario $name"; fi
+    if grep -q '"ok":true' <<<"$line"; then
+      pass "scenario $name"
+      continue
+    fi
+    echo "   scenario $name failed: $(sed -E 's/^\{"error":"?(.*[^"])"?,"ok":.*/\1/' <<<"$line")"
+    echo "   running $name once more"
+    RES2=$OUT/retry-$name.jsonl
+    rm -rf "${OUT:?}/$name.first-run" "$RES2"
+    mv "$OUT/$name" "$OUT/$name.first-run" 2>/dev/null
+    "$BIN" run "$name" --short --verify --out "$OUT/$name" --results "$RES2" </dev/null
+    if grep -q '"ok":true' "$RES2" 2>/dev/null; then
+      FLAKY+=("$name")
+      pass "scenario $name (second run)"
+    else
+      echo "   second run: $(sed -E 's/^\{"error":"?(.*[^"])"?,"ok":.*/\1/' "$RES2" 2>/dev/null)"
+      fail "scenario $name"
+    fi
   done <"$RES"
 else
   fail "scenarios (no results)"
@@ -112,7 +133,10 @@ fi
 if [ "$UPDATE" = 1 ]; then
   rm -rf "$ROOT/tests/data/lab"
   mkdir -p "$ROOT/tests/data/lab"
-  for d in "$OUT"/*/; do cp -r "$d" "$ROOT/tests/data/lab/"; done
+  for d in "$OUT"/*/; do
+    case $d in *.first-run/) continue ;; esac
+    cp -r "$d" "$ROOT/tests/data/lab/"
+  done
 fi
 
 check "fixtures verify" "$BIN" verify "$ROOT"/tests/data/lab/*/

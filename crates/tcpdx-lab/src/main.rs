@@ -183,7 +183,8 @@ fn real_main(cli: Cli) -> Result<()> {
                             match verify::verify_dir(&dir) {
                                 Ok(r) => {
                                     r.print();
-                                    (!r.ok()).then(|| "verification failed".to_string())
+                                    (!r.ok())
+                                        .then(|| format!("verification failed: {}", r.failures()))
                                 }
                                 Err(e) => Some(format!("verify: {e:#}")),
                             }

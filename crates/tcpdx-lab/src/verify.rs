@@ -40,6 +40,17 @@ impl Report {
         self.checks.iter().all(|c| c.ok)
     }
 
+    /// The failed checks on one line ("name: detail; ..."), empty if every check passed.
+    pub fn failures(&self) -> String {
+        let failed: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        failed.join("; ")
+    }
+
     fn add(&mut self, name: &str, ok: bool, detail: String) {
         self.checks.push(Check {
             name: name.into(),
@@ -641,6 +652,23 @@ mod tests {
         };
         check_reorders(&mut r, &t, Some(relay), &caps);
         r.ok()
+    }
+
+    #[test]
+    fn failures_name_only_the_failed_checks() {
+        let mut r = Report::default();
+        r.add("schema", true, "fine".into());
+        assert_eq!(r.failures(), "");
+        r.add(
+            "no retransmission",
+            false,
+            "2 kernel retransmissions".into(),
+        );
+        r.add("connection found", false, "0 connection(s)".into());
+        assert_eq!(
+            r.failures(),
+            "no retransmission: 2 kernel retransmissions; connection found: 0 connection(s)"
+        );
     }
 
     #[test]
