@@ -150,6 +150,9 @@ impl StorageSink for WorkerStorage {
     }
     fn request(&mut self, r: &Request) {
         self.rec.request(r);
+        if let Some(logs) = &mut self.logs {
+            logs.request(r.stream);
+        }
     }
     fn start(&mut self, ts: Timestamp) {
         self.rec.start(ts);

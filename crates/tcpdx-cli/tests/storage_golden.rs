@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use tcpdx_testkit::{DATA_SEG, Payload, Script, ScriptConfig, SegSpec};
+use tcpdx_testkit::{DATA_SEG, Payload, Script, ScriptConfig, SegSpec, nfs};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tcpdx"))
@@ -34,29 +34,6 @@ fn lab(name: &str, side: &str) -> PathBuf {
         .join(format!("{side}.pcap.gz"))
 }
 
-fn words(w: &[u32]) -> Vec<u8> {
-    w.iter().flat_map(|x| x.to_be_bytes()).collect()
-}
-
-/// Record-marked NFSv3 READ call (xid 7, 8-byte handle, offset 0, count 3000).
-fn read_call() -> Vec<u8> {
-    let mut m = words(&[7, 0, 2, 100_003, 3, 6, 1, 8, 0, 0, 0, 0, 8, 1, 2]);
-    m.extend(0u64.to_be_bytes());
-    m.extend(words(&[3000]));
-    let mut r = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
-    r.extend(m);
-    r
-}
-
-/// Record-marked reply to xid 7 with 3000 bytes of data.
-fn read_reply() -> Vec<u8> {
-    let mut m = words(&[7, 1, 0, 0, 0, 0, 0, 0, 3000, 1, 3000]);
-    m.extend(vec![0x42; 3000]);
-    let mut r = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
-    r.extend(m);
-    r
-}
-
 /// Client READ in two segments (split inside the header), reply in three segments of
 /// which the second is lost and retransmitted after the third.
 fn nfs_script(port: u16) -> Script {
@@ -65,10 +42,10 @@ fn nfs_script(port: u16) -> Script {
         ..ScriptConfig::DEFAULT
     });
     t.handshake();
-    let call = read_call();
+    let call = nfs::read_call(7, 3000);
     t.at_ms(20).client_sends_bytes(&call[..30]); // frame 4
     t.at_ms(21).client_sends_bytes(&call[30..]); // frame 5: the call completes
-    let reply = read_reply();
+    let reply = nfs::read_reply(7, 3000);
     let (a, b) = (1448usize, 2896usize);
     t.at_ms(25).server_sends_bytes(&reply[..a]); // frame 6
     let lost = reply[a..b].to_vec();

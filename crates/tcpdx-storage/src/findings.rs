@@ -15,12 +15,12 @@
 //! same kind and stream when tcpdx-detect already made one, else it adds its own.
 
 use rustc_hash::FxHashMap;
-use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, StreamId};
+use tcpdx_core::{AnalysisFlags as F, Dir, SegmentAnalysis, StreamId};
 use tcpdx_detect::detectors::fixed_duration_stall::{
     KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
 };
 use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity, sort_findings};
-use tcpdx_wire::{FrameNo, Timestamp};
+use tcpdx_wire::{FrameNo, TcpFlags, Timestamp};
 
 use crate::srt::{SrtCollector, SrtConfig, SrtReport, StreamSummary};
 use crate::transaction::{Notice, Request, StorageSink, Transaction};
@@ -53,6 +53,10 @@ struct TcpLog {
     silences: Vec<(i64, i64, u64)>,
     /// Retransmissions, zero windows and window-full segments: (time, flags).
     flagged: Vec<(i64, u16)>,
+    /// A request was parsed on this connection.
+    requested: bool,
+    /// A FIN was seen from the client (bit 0) or the server (bit 1).
+    fins: u8,
 }
 
 /// The TCP context of the storage connections (silences, trouble), per stream: the part of
@@ -67,6 +71,12 @@ pub struct TcpLogs {
 
 impl TcpLogs {
     /// Logs a TCP segment of a storage connection.
+    ///
+    /// A connection that ends (FINs both ways, or a reset) without a single request parsed
+    /// has its log dropped: the log is only read over a slow transaction's span, from its
+    /// request to its reply, and no reply can follow the end. Memory then follows the live
+    /// connections, not all of them, where nothing is parsed (encrypted SMB3, payloads cut
+    /// by the snap length, another protocol on a storage port).
     pub fn segment(&mut self, a: &SegmentAnalysis) {
         let ts = a.ts.0;
         self.last = Some((a.frame, a.ts));
@@ -81,6 +91,31 @@ impl TcpLogs {
         if a.flags.any(TROUBLE) && log.flagged.len() < MAX_TCP_LOG {
             log.flagged.push((ts, a.flags.0));
         }
+        let flags = TcpFlags(a.tcp_flags);
+        if flags.fin() {
+            log.fins |= match a.dir {
+                Dir::ClientToServer => 1,
+                Dir::ServerToClient => 2,
+            };
+        }
+        if !log.requested && (log.fins == 3 || flags.rst()) {
+            self.logs.remove(&a.stream);
+        }
+    }
+
+    /// A request was parsed on `stream` (its log is then kept to the end).
+    pub fn request(&mut self, stream: StreamId) {
+        self.logs.entry(stream).or_default().requested = true;
+    }
+
+    /// Connections with a log.
+    pub fn len(&self) -> usize {
+        self.logs.len()
+    }
+
+    /// True if no connection has a log.
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_empty()
     }
 
     /// Gives every stream the number `to(stream)`.
@@ -152,6 +187,7 @@ impl StorageSink for StorageEvidence {
     }
     fn request(&mut self, r: &Request) {
         self.srt.request(r);
+        self.tcp.request(r.stream);
     }
     fn notice(&mut self, n: &Notice) {
         self.srt.notice(n);

@@ -107,6 +107,11 @@ impl Reassembler {
         self.pending_bytes
     }
 
+    /// True if every byte before `seq` was delivered and nothing is held out of order.
+    pub fn delivered_up_to(&self, seq: u64) -> bool {
+        self.pending.is_empty() && self.next.is_none_or(|n| n >= seq)
+    }
+
     /// A SYN at relative sequence `seq`: data starts right after it.
     pub fn syn(&mut self, seq: u64) {
         if self.next.is_none() {

@@ -159,14 +159,41 @@ enum State {
     Iscsi(IscsiConn),
 }
 
+impl State {
+    /// Requests waiting for their reply.
+    fn outstanding(&self) -> usize {
+        match self {
+            State::Rpc(c) => c.outstanding(),
+            State::Smb2(c) => c.outstanding(),
+            State::Iscsi(c) => c.outstanding(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Conn {
     stream: StreamId,
     reasm: [Reassembler; 2],
     framers: [Framer; 2],
     data_seen: [bool; 2],
+    /// Where each direction's FIN is (relative sequence), once seen.
+    fin_at: [Option<u64>; 2],
     state: State,
     finished: bool,
+}
+
+impl Conn {
+    /// Closed both ways with every byte up to both FINs parsed and no request unanswered:
+    /// nothing can follow but retransmissions of parsed bytes, and [`Tracker::finish`]
+    /// would have nothing to say about it.
+    fn is_over(&self) -> bool {
+        self.state.outstanding() == 0
+            && self
+                .fin_at
+                .iter()
+                .zip(&self.reasm)
+                .all(|(fin, r)| fin.is_some_and(|f| r.delivered_up_to(f)))
+    }
 }
 
 /// Counters over all connections.
@@ -179,11 +206,26 @@ pub struct TrackerStats {
     pub reassembly: ReassemblyStats,
 }
 
+impl TrackerStats {
+    fn add(&mut self, c: &Conn) {
+        self.connections += 1;
+        for r in &c.reasm {
+            let r = r.stats();
+            self.reassembly.delivered_bytes += r.delivered_bytes;
+            self.reassembly.gaps += r.gaps;
+            self.reassembly.gap_bytes += r.gap_bytes;
+            self.reassembly.cap_hits += r.cap_hits;
+        }
+    }
+}
+
 /// Storage transactions from the core's segment events. See the module doc.
 pub struct Tracker<S> {
     cfg: StorageConfig,
-    /// Storage connections in the order they were opened (never removed, so slots stay).
+    /// Live storage connections (one that is over is removed: [`Conn::is_over`]).
     conns: Vec<Conn>,
+    /// Reassembly counters of the connections removed.
+    retired: TrackerStats,
     /// Stream -> slot in `conns`.
     slots: FxHashMap<StreamId, usize>,
     /// The last stream looked up and its slot: a segment's payload follows its row, and
@@ -202,6 +244,7 @@ impl<S: StorageSink> Tracker<S> {
         Self {
             cfg,
             conns: Vec::new(),
+            retired: TrackerStats::default(),
             slots: FxHashMap::default(),
             last: None,
             skip: Default::default(),
@@ -233,20 +276,27 @@ impl<S: StorageSink> Tracker<S> {
 
     /// Counters so far.
     pub fn stats(&self) -> TrackerStats {
-        let mut s = TrackerStats {
-            connections: self.conns.len() as u64,
-            ..TrackerStats::default()
-        };
+        let mut s = self.retired;
         for c in &self.conns {
-            for r in &c.reasm {
-                let r = r.stats();
-                s.reassembly.delivered_bytes += r.delivered_bytes;
-                s.reassembly.gaps += r.gaps;
-                s.reassembly.gap_bytes += r.gap_bytes;
-                s.reassembly.cap_hits += r.cap_hits;
-            }
+            s.add(c);
         }
         s
+    }
+
+    /// Removes the connection in `slot` if it is over (its stream is then skipped): memory
+    /// follows the live connections, not every connection of the capture.
+    fn retire_if_over(&mut self, slot: usize) {
+        if !self.conns.get(slot).is_some_and(Conn::is_over) {
+            return;
+        }
+        let conn = self.conns.swap_remove(slot);
+        self.retired.add(&conn);
+        self.slots.remove(&conn.stream);
+        self.skip.insert(conn.stream);
+        if let Some(moved) = self.conns.get(slot) {
+            self.slots.insert(moved.stream, slot);
+        }
+        self.last = None;
     }
 
     /// End of input: delivers buffered bytes, reports unanswered requests.
@@ -307,6 +357,7 @@ impl<S: StorageSink> Tracker<S> {
                             reasm: [Reassembler::new(cap), Reassembler::new(cap)],
                             framers: [Framer::new(false), Framer::new(false)],
                             data_seen: [false; 2],
+                            fin_at: [None; 2],
                             state,
                             finished: false,
                         });
@@ -370,7 +421,10 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         self.last_ts = Some(a.ts);
         let stream = a.stream;
         let flags = TcpFlags(a.tcp_flags);
-        let Some(conn) = self.open(a).and_then(|i| self.conns.get_mut(i)) else {
+        let Some(slot) = self.open(a) else {
+            return;
+        };
+        let Some(conn) = self.conns.get_mut(slot) else {
             return;
         };
         self.sink.tcp_segment(a);
@@ -384,11 +438,21 @@ impl<S: StorageSink> EventSink for Tracker<S> {
                 r.peer_acked(a.ack, out)
             });
         }
+        if flags.fin() {
+            *a.dir.of_mut(&mut conn.fin_at) = Some(a.seq + u64::from(a.len));
+        }
+        // A segment with data is judged after its payload.
+        if a.len == 0 {
+            self.retire_if_over(slot);
+        }
     }
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
-        let Some(conn) = self.open(a).and_then(|i| self.conns.get_mut(i)) else {
+        let Some(slot) = self.open(a) else {
+            return;
+        };
+        let Some(conn) = self.conns.get_mut(slot) else {
             return;
         };
         *a.dir.of_mut(&mut conn.data_seen) = true;
@@ -399,5 +463,9 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
             r.segment(a.seq, a.len, payload, at, out)
         });
+        self.retire_if_over(slot);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -29,6 +29,7 @@
 pub mod builder;
 pub mod bulk;
 pub mod frame;
+pub mod nfs;
 pub mod pcap_writer;
 pub mod script;
 pub mod synth;

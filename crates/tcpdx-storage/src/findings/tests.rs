@@ -6,7 +6,7 @@ use tcpdx_wire::{FrameNo, Timestamp};
 
 use super::*;
 use crate::reassembly::At;
-use crate::transaction::{Io, IoKind, Proto, Span};
+use crate::transaction::{Io, IoKind, Proto, Request, Span};
 
 fn conn(stream: u32, rtt_s: f64, path_bps: f64) -> ConnInference {
     ConnInference {
@@ -318,4 +318,52 @@ fn tcp_logs_collected_apart_and_merged_give_the_same_evidence() {
     assert!(one.during(StreamId(3), 0, 8_000_000_000).silent_s > 4.0);
     assert_eq!(one.during(StreamId(4), 0, 8_000_000_000).retransmissions, 1);
     assert_eq!(merged.report(), one.report(), "same end of capture");
+}
+
+#[test]
+fn a_connection_ended_without_a_request_keeps_no_tcp_log() {
+    const FIN: u16 = 0x01;
+    const RST: u16 = 0x04;
+    let seg = |stream: u32, frame: u64, s: f64, dir: Dir, tcp_flags: u16| {
+        let mut a = segment(frame, s, 0);
+        a.stream = StreamId(stream);
+        a.dir = dir;
+        a.tcp_flags = 0x10 | tcp_flags;
+        a
+    };
+    let (c2s, s2c) = (Dir::ClientToServer, Dir::ServerToClient);
+    let mut ev = StorageEvidence::new();
+    ev.start(Timestamp(0));
+    // Stream 3: a request, a 2 s silence, the reply, then FINs both ways: kept.
+    ev.tcp_segment(&seg(3, 1, 0.0, c2s, 0));
+    ev.request(&Request {
+        stream: StreamId(3),
+        proto: Proto::Nfs,
+        op: "COMMIT",
+        at: At {
+            frame: FrameNo(1),
+            ts: Timestamp(0),
+        },
+        io: None,
+        credits: None,
+    });
+    ev.tcp_segment(&seg(3, 2, 2.0, s2c, 0));
+    ev.tcp_segment(&seg(3, 3, 2.1, c2s, FIN));
+    ev.tcp_segment(&seg(3, 4, 2.2, s2c, FIN));
+    // Stream 4: no request, FINs both ways: dropped at the second FIN.
+    ev.tcp_segment(&seg(4, 5, 0.0, c2s, 0));
+    ev.tcp_segment(&seg(4, 6, 1.0, c2s, FIN));
+    assert_eq!(ev.tcp.len(), 2, "one FIN does not end a connection");
+    ev.tcp_segment(&seg(4, 7, 1.5, s2c, FIN));
+    // Stream 5: no request, reset: dropped. Stream 6: no request, still open: kept.
+    ev.tcp_segment(&seg(5, 8, 0.0, c2s, 0));
+    ev.tcp_segment(&seg(5, 9, 0.5, s2c, RST));
+    ev.tcp_segment(&seg(6, 10, 3.0, c2s, 0));
+    let mut kept: Vec<u32> = ev.tcp.logs.keys().map(|s| s.0).collect();
+    kept.sort_unstable();
+    assert_eq!(kept, [3, 6]);
+    let d = ev.during(StreamId(3), 0, 2_000_000_000);
+    assert!((d.silent_s - 2.0).abs() < 1e-9, "{d:?}");
+    // The end of the storage traffic is still the last segment of all.
+    assert_eq!(ev.tcp.last, Some((FrameNo(10), Timestamp(3_000_000_000))));
 }

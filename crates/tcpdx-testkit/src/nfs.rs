@@ -1,0 +1,28 @@
+//! Hand-built NFSv3 messages in RPC record marking, for storage-layer scenarios.
+
+/// Big-endian XDR words.
+fn words(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_be_bytes()).collect()
+}
+
+/// `m` as one last-fragment RPC record.
+fn record(m: Vec<u8>) -> Vec<u8> {
+    let mut r = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
+    r.extend(m);
+    r
+}
+
+/// Record-marked NFSv3 READ call: `xid`, an 8-byte handle, offset 0, `count` bytes.
+pub fn read_call(xid: u32, count: u32) -> Vec<u8> {
+    let mut m = words(&[xid, 0, 2, 100_003, 3, 6, 1, 8, 0, 0, 0, 0, 8, 1, 2]);
+    m.extend(0u64.to_be_bytes());
+    m.extend(words(&[count]));
+    record(m)
+}
+
+/// Record-marked successful reply to READ `xid` carrying `count` bytes (0x42) and EOF.
+pub fn read_reply(xid: u32, count: u32) -> Vec<u8> {
+    let mut m = words(&[xid, 1, 0, 0, 0, 0, 0, 0, count, 1, count]);
+    m.extend(vec![0x42; count as usize]);
+    record(m)
+}
