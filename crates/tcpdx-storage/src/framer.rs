@@ -228,7 +228,9 @@ impl Framer {
             };
             return 0;
         }
-        let need = hl - self.buf.len();
+        // The buffer holds less than a head here; saturating, so a broken invariant costs
+        // a rescan, not a panic.
+        let need = hl.saturating_sub(self.buf.len());
         let take = bytes.get(..need).unwrap_or(bytes);
         let n = take.len();
         if self.buf.is_empty() {
