@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 use tcpdx_core::{EventSink, SegmentAnalysis};
 
-use crate::line::{Line, ROW_CAP, Row};
+use crate::line::{Line, ROW_CAP, Row, ipv4_text};
 
 /// Rows are gathered into batches of at least this many bytes before they are written:
 /// one large write instead of a small copy per row (a `BufWriter` of this capacity or less
@@ -63,11 +63,9 @@ impl V4Texts {
         let h = (k ^ (k >> 10) ^ (k >> 20)) as usize % V4_SLOTS;
         let slot = &mut self.slots[h];
         if slot.0 != k || slot.2 == 0 {
-            let mut l = Line::with_capacity(32);
-            l.ipv4(a);
-            let text = l.as_bytes();
-            slot.1[..text.len()].copy_from_slice(text);
-            slot.2 = text.len() as u8;
+            // Formatted in place: a miss on every row (more addresses than slots) must not
+            // cost an allocation.
+            slot.2 = ipv4_text(a, &mut slot.1) as u8;
             slot.0 = k;
         }
         row.bytes16(&slot.1, usize::from(slot.2));
