@@ -32,9 +32,12 @@ fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
     // Nor are the client's own pauses with nothing in flight (a user, a keep-alive or poll
     // interval): the client chose not to send; a timer that stalls a transfer holds data in
     // flight, or a request waiting for its answer.
+    // The length test first: it is the cheapest and drops most gaps (no vector is then
+    // allocated for a connection without a long one).
     let mut v: Vec<Stall> = c
         .gaps
         .iter()
+        .filter(|g| g.end - g.start >= FIXED_MIN_NS)
         .filter(|g| !g.setup && !super::explained_silence(c, g.start, g.end))
         .filter(|g| g.in_flight || g.next_dir != Dir::ClientToServer)
         .map(|g| (g.start, g.end, g.frame_after, "silence"))
@@ -43,10 +46,10 @@ fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
         v.extend(
             s.zero_windows
                 .iter()
+                .filter(|z| z.end - z.start >= FIXED_MIN_NS)
                 .map(|z| (z.start, z.end, z.end_frame, "zero window")),
         );
     }
-    v.retain(|x| x.1 - x.0 >= FIXED_MIN_NS);
     v
 }
 
