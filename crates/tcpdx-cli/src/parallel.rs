@@ -98,17 +98,27 @@ struct Batch {
 enum Out {
     Opened(u32),
     Seg(SegmentAnalysis, SegmentDetail),
-    Row { frame: u64, local: u32, end: usize },
     Warning(Warning),
     Evicted(Box<FlowSummary>),
     Storage(Recorded),
 }
 
-/// One worker's output for one batch: `ends[i]` is where the items of its i-th frame end.
+/// An `events` CSV row formatted by a worker: its frame, local stream and where its bytes
+/// end in [`BatchOut::rows`]. Kept apart from the items (16 bytes, not an `Out`'s 240),
+/// so a batch's rows stay in cache between the worker and the merging thread.
+struct RowMeta {
+    frame: u64,
+    local: u32,
+    end: u32,
+}
+
+/// One worker's output for one batch: `ends[i]` is where the items and the rows of its
+/// i-th frame end (a frame's items come before its row).
 #[derive(Default)]
 struct BatchOut {
     items: Vec<Out>,
-    ends: Vec<usize>,
+    row_meta: Vec<RowMeta>,
+    ends: Vec<(usize, usize)>,
     rows: Vec<u8>,
 }
 
@@ -477,10 +487,11 @@ impl EventSink for WorkerSink<'_> {
                     self.line.clear();
                     self.tail.format(self.line, a);
                     self.out.rows.extend_from_slice(self.line.as_bytes());
-                    self.out.items.push(Out::Row {
+                    self.out.row_meta.push(RowMeta {
                         frame: a.frame.0,
                         local: a.stream.0,
-                        end: self.out.rows.len(),
+                        // A batch's rows stay far below 4 GiB (BATCH_BYTES bounds it).
+                        end: u32::try_from(self.out.rows.len()).unwrap_or(u32::MAX),
                     });
                 }
             }
@@ -548,6 +559,7 @@ fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage:
         // Reuse the merger's spent outputs: fresh large vectors per batch cost page faults.
         let mut out = ch.spent.try_recv().unwrap_or_default();
         out.items.clear();
+        out.row_meta.clear();
         out.ends.clear();
         out.rows.clear();
         let mut sink = WorkerSink {
@@ -574,7 +586,9 @@ fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage:
                     if let Some(events) = sink.local.events() {
                         sink.out.items.extend(events.drain(..).map(Out::Storage));
                     }
-                    sink.out.ends.push(sink.out.items.len());
+                    sink.out
+                        .ends
+                        .push((sink.out.items.len(), sink.out.row_meta.len()));
                 }
             }
         }
@@ -708,13 +722,13 @@ pub fn run<S: EventSink, T: StorageSink>(
             // numbers are still followed (the workers' last flows name every stream).
             let mut item_at = vec![0usize; n];
             let mut frame_at = vec![0usize; n];
+            let mut meta_at = vec![0usize; n];
             let mut row_at = vec![0usize; n];
             for &w in &route {
                 let w = usize::from(w);
                 let out = &mut outs[w];
-                let end = out.ends[frame_at[w]];
+                let (end, meta_end) = out.ends[frame_at[w]];
                 frame_at[w] += 1;
-                let mut row_start = row_at[w];
                 for item in &mut out.items[item_at[w]..end] {
                     if stopped && !matches!(item, Out::Opened(_)) {
                         continue;
@@ -724,13 +738,6 @@ pub fn run<S: EventSink, T: StorageSink>(
                         Out::Seg(a, d) => {
                             a.stream = StreamId(ids.get(w, a.stream.0));
                             sink.segment_detail(a, d);
-                        }
-                        Out::Row { frame, local, end } => {
-                            let g = ids.get(w, *local);
-                            if keep_stream(g) {
-                                row(sink, *frame, g, &out.rows[row_start..*end]);
-                            }
-                            row_start = *end;
                         }
                         Out::Warning(warn) => {
                             ids.warning(w, warn);
@@ -755,7 +762,18 @@ pub fn run<S: EventSink, T: StorageSink>(
                     }
                 }
                 item_at[w] = end;
-                row_at[w] = row_start;
+                // The frame's row after its items (a connection's `Opened` comes first).
+                for m in &out.row_meta[meta_at[w]..meta_end] {
+                    let end = m.end as usize;
+                    if !stopped {
+                        let g = ids.get(w, m.local);
+                        if keep_stream(g) {
+                            row(sink, m.frame, g, &out.rows[row_at[w]..end]);
+                        }
+                    }
+                    row_at[w] = end;
+                }
+                meta_at[w] = meta_end;
             }
             for (out, tx) in outs.drain(..).zip(&spent_to) {
                 let _ = tx.try_send(out);
