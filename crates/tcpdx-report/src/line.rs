@@ -168,29 +168,21 @@ impl Line {
     /// Appends an IPv4 address (formatted here: `Display` is slow).
     #[inline]
     pub fn ipv4(&mut self, a: std::net::Ipv4Addr) {
-        let Some(out) = self.window() else {
-            return;
-        };
-        let mut at = 0;
-        for o in a.octets() {
-            let (text, n) = OCTETS[usize::from(o)];
-            // Each octet's dot is overwritten by the next octet; the last one's is dropped.
-            if let Some(dst) = out.get_mut(at..at + 4) {
-                dst.copy_from_slice(&text);
-            }
-            at += usize::from(n) + 1;
+        if let Some(out) = self.window() {
+            self.len += ipv4_text(a, out);
         }
-        self.len += at - 1;
     }
 }
 
-/// Writes the text of `a` into `out` (15 bytes at most; the 16th takes the last octet's
-/// dropped dot) and returns its length: no allocation, for tables of formatted addresses.
-pub(crate) fn ipv4_text(a: std::net::Ipv4Addr, out: &mut [u8; 16]) -> usize {
+/// Writes the text of `a` at the start of `out` (15 bytes at most; 16 are written, the
+/// last octet's dot is dropped past the text) and returns its length. No allocation: for
+/// [`Line::ipv4`] and tables of formatted addresses.
+pub(crate) fn ipv4_text(a: std::net::Ipv4Addr, out: &mut [u8]) -> usize {
     let mut at = 0;
     for o in a.octets() {
         let (text, n) = OCTETS[usize::from(o)];
-        // At most 3 x 4 bytes before the last octet: `at + 4 <= 16`.
+        // Each octet's dot is overwritten by the next octet; at most 3 x 4 bytes come
+        // before the last one, so 16 bytes of `out` suffice.
         if let Some(dst) = out.get_mut(at..at + 4) {
             dst.copy_from_slice(&text);
         }

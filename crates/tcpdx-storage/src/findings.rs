@@ -108,16 +108,6 @@ impl TcpLogs {
         self.logs.entry(stream).or_default().requested = true;
     }
 
-    /// Connections with a log.
-    pub fn len(&self) -> usize {
-        self.logs.len()
-    }
-
-    /// True if no connection has a log.
-    pub fn is_empty(&self) -> bool {
-        self.logs.is_empty()
-    }
-
     /// Gives every stream the number `to(stream)`.
     pub fn renumber(&mut self, to: impl Fn(StreamId) -> StreamId) {
         self.logs = std::mem::take(&mut self.logs)

@@ -187,14 +187,15 @@ impl Conn {
     /// nothing can follow but retransmissions of parsed bytes, and [`Tracker::finish`]
     /// would have nothing to say about it.
     fn is_over(&self) -> bool {
-        // Cheapest first: before both FINs (nearly every call) nothing else is read.
-        self.fin_at.iter().all(Option::is_some)
-            && self.state.outstanding() == 0
-            && self
-                .fin_at
+        // Before both FINs (nearly every call) nothing else is read.
+        let [Some(c), Some(s)] = self.fin_at else {
+            return false;
+        };
+        self.state.outstanding() == 0
+            && [c, s]
                 .iter()
                 .zip(&self.reasm)
-                .all(|(fin, r)| fin.is_some_and(|f| r.delivered_up_to(f)))
+                .all(|(&fin, r)| r.delivered_up_to(fin))
     }
 }
 

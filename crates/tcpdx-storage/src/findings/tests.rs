@@ -353,7 +353,7 @@ fn a_connection_ended_without_a_request_keeps_no_tcp_log() {
     // Stream 4: no request, FINs both ways: dropped at the second FIN.
     ev.tcp_segment(&seg(4, 5, 0.0, c2s, 0));
     ev.tcp_segment(&seg(4, 6, 1.0, c2s, FIN));
-    assert_eq!(ev.tcp.len(), 2, "one FIN does not end a connection");
+    assert_eq!(ev.tcp.logs.len(), 2, "one FIN does not end a connection");
     ev.tcp_segment(&seg(4, 7, 1.5, s2c, FIN));
     // Stream 5: no request, reset: dropped. Stream 6: no request, still open: kept.
     ev.tcp_segment(&seg(5, 8, 0.0, c2s, 0));
