@@ -12,6 +12,8 @@
 //! - A record cut off at end of file ends the stream with `Ok(None)` and leaves a
 //!   [`CaptureWarning`] naming the offset (see `warnings()`).
 //! - Memory is bounded: one record at a time, whatever the file size.
+//! - `next_frame_at()` + `share_buffer()`: the same frames as positions in a buffer that
+//!   other threads may hold and read (the multi-core driver's workers decode them there).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), tcpdx_capture::CaptureError> {
@@ -122,6 +124,37 @@ pub(crate) struct Packet {
     pub total: usize,
 }
 
+/// A frame as [`CaptureReader::next_frame_at`] gives it: the record's fields, and where its
+/// captured bytes lie in one of the reader's buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameAt {
+    /// Frame number (Wireshark's `frame.number`).
+    pub no: FrameNo,
+    /// Capture time.
+    pub ts: Timestamp,
+    /// Link type of the frame's interface.
+    pub link: LinkType,
+    /// Length on the wire.
+    pub orig_len: u32,
+    /// Interface index (pcapng; 0 for pcap).
+    pub interface: u32,
+    /// Index of the first captured byte in the buffer.
+    pub start: usize,
+    /// Captured length.
+    pub len: usize,
+    /// Which buffer: changes whenever the reader moves to another one, so a caller knows
+    /// when to take [`CaptureReader::share_buffer`] again.
+    pub buffer: u64,
+}
+
+impl FrameAt {
+    /// The captured bytes' range in their buffer.
+    #[inline]
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len
+    }
+}
+
 /// The format-specific parser.
 #[derive(Debug)]
 enum Parser {
@@ -209,6 +242,26 @@ impl CaptureReader {
     /// After an error, or the end, every call returns `Ok(None)`.
     #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        let Some(f) = self.next_frame_at()? else {
+            return Ok(None);
+        };
+        // The parsers check that the record holds its captured bytes.
+        let data = self.window.buffer().get(f.range()).unwrap_or_default();
+        Ok(Some(Frame {
+            no: f.no,
+            ts: f.ts,
+            link: f.link,
+            orig_len: f.orig_len,
+            interface: f.interface,
+            data,
+        }))
+    }
+
+    /// [`Self::next_frame`], telling where the frame's bytes lie instead of borrowing them:
+    /// at [`FrameAt::range`] of the reader's current buffer, which [`Self::share_buffer`]
+    /// hands out (for threads that decode frames where they lie).
+    #[inline]
+    pub fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError> {
         self.window.consume(self.pending);
         self.pending = 0;
         if self.done {
@@ -223,19 +276,15 @@ impl CaptureReader {
                 Ok(Next::Packet(p)) => {
                     self.frames += 1;
                     self.pending = p.total;
-                    // The parsers check that the record holds its captured bytes.
-                    let data = self
-                        .window
-                        .bytes()
-                        .get(p.data_start..p.data_start + p.caplen)
-                        .unwrap_or_default();
-                    return Ok(Some(Frame {
+                    return Ok(Some(FrameAt {
                         no: FrameNo(self.frames),
                         ts: p.ts,
                         link: p.link,
                         orig_len: p.orig_len,
                         interface: p.interface,
-                        data,
+                        start: self.window.start() + p.data_start,
+                        len: p.caplen,
+                        buffer: self.window.generation(),
                     }));
                 }
                 Ok(Next::OtherRecord) => self.frames += 1,
@@ -274,6 +323,13 @@ impl CaptureReader {
                 }
             }
         }
+    }
+
+    /// The buffer the frame last handed out by [`Self::next_frame_at`] lies in. The reader
+    /// never writes into it again while the handle lives (it continues in another buffer),
+    /// so the frames' ranges stay valid in it, on any thread.
+    pub fn share_buffer(&mut self) -> Arc<Vec<u8>> {
+        self.window.share()
     }
 
     fn warn(&mut self, offset: u64, message: String) {

@@ -6,16 +6,34 @@
 //! to the size of that record, doubling at most as the bytes actually arrive (so a block
 //! length field of 100 MB in a 1 KB file does not allocate 100 MB). Memory does not depend on
 //! the file size.
+//!
+//! The buffer can be shared with other threads ([`Window::share`]), so that they read frames
+//! where they lie instead of copies: a shared buffer is never written again. When the window
+//! needs to write (more input, or room), it continues in another buffer, which starts with
+//! the live bytes (at most the unfinished record), and is a spent buffer whose holders have
+//! all let go of it when there is one.
 
 use std::io::{self, Read};
+use std::sync::Arc;
 
 /// Default buffer size: large reads, few syscalls.
 pub(crate) const DEFAULT_CAPACITY: usize = 1 << 20;
 
+/// Buffers given up while shared, kept for reuse once their holders let go: enough for the
+/// batches a parallel run keeps in flight, few enough to bound memory.
+const SPARES: usize = 4;
+
 /// Buffered bytes of the stream, from `offset()` on.
 pub(crate) struct Window {
     reader: Box<dyn Read + Send>,
-    buf: Vec<u8>,
+    /// Written only while no one else holds it (`Arc::get_mut`).
+    buf: Arc<Vec<u8>>,
+    /// Buffers the window left while they were shared.
+    spent: Vec<Arc<Vec<u8>>>,
+    /// Counts the buffers the window moved to (see [`Window::generation`]).
+    generation: u64,
+    /// The buffer was shared once: reads then fill it whole (see [`Window::read_more`]).
+    sharing: bool,
     /// First live byte in `buf`.
     start: usize,
     /// One past the last live byte in `buf`.
@@ -37,7 +55,10 @@ impl Window {
         }
         Self {
             reader,
-            buf,
+            buf: Arc::new(buf),
+            spent: Vec::new(),
+            generation: 0,
+            sharing: false,
             start: 0,
             end: prefix.len(),
             base: 0,
@@ -68,6 +89,73 @@ impl Window {
         self.buf.get(self.start..self.end).unwrap_or_default()
     }
 
+    /// The whole buffer: [`Self::bytes`] starts at index [`Self::start`] of it.
+    #[inline]
+    pub(crate) fn buffer(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Index in [`Self::buffer`] of the first buffered byte.
+    #[inline]
+    pub(crate) fn start(&self) -> usize {
+        self.start
+    }
+
+    /// The buffer, for other threads to read: the window never writes into it again.
+    pub(crate) fn share(&mut self) -> Arc<Vec<u8>> {
+        self.sharing = true;
+        Arc::clone(&self.buf)
+    }
+
+    /// Changes whenever the window moves to another buffer (indexes into the previous one
+    /// stay valid for its holders).
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Makes the buffer the window's alone before a write: if others hold it, the live
+    /// bytes move to another one (so `start`, `end` and `base` may change).
+    #[inline]
+    fn own(&mut self) {
+        if Arc::get_mut(&mut self.buf).is_none() {
+            self.unshare();
+        }
+    }
+
+    /// The buffer, to write into, after [`Self::own`] (which makes this copy-free).
+    #[inline]
+    fn buf_mut(&mut self) -> &mut Vec<u8> {
+        Arc::make_mut(&mut self.buf)
+    }
+
+    /// Leaves the shared buffer to its holders: continues in a spare one that no one holds
+    /// any more (or a new one) of at least the same size, starting with the live bytes.
+    #[cold]
+    fn unshare(&mut self) {
+        let size = self.buf.len();
+        let spare = self
+            .spent
+            .iter()
+            .position(|b| Arc::strong_count(b) == 1 && b.len() >= size);
+        let mut fresh = match spare {
+            Some(i) => self.spent.swap_remove(i),
+            None => Arc::new(vec![0; size]),
+        };
+        let live = self.buf.get(self.start..self.end).unwrap_or_default();
+        if let Some(head) = Arc::make_mut(&mut fresh).get_mut(..live.len()) {
+            head.copy_from_slice(live);
+        }
+        let old = std::mem::replace(&mut self.buf, fresh);
+        if self.spent.len() < SPARES {
+            self.spent.push(old);
+        }
+        self.base += self.start as u64;
+        self.end -= self.start;
+        self.start = 0;
+        self.generation += 1;
+    }
+
     /// Makes at least `n` bytes available; `Ok(false)` if the input ends before that.
     #[inline]
     pub(crate) fn fill(&mut self, n: usize) -> io::Result<bool> {
@@ -91,16 +179,26 @@ impl Window {
         Ok(true)
     }
 
-    /// One `read` into the free space at the end of the buffer.
+    /// One `read` into the free space at the end of the buffer; once the window shares its
+    /// buffers, as many as fill it (a pipe gives 64 KiB a read: a buffer shared after each
+    /// would hold 64 KiB each, and many would be alive at once).
     fn read_more(&mut self) -> io::Result<()> {
         loop {
-            let Some(free) = self.buf.get_mut(self.end..) else {
+            self.own();
+            let end = self.end;
+            // Unique after `own`: no copy (disjoint fields, so not through `buf_mut`).
+            let Some(free) = Arc::make_mut(&mut self.buf).get_mut(end..) else {
                 self.eof = true;
                 return Ok(());
             };
             match self.reader.read(free) {
                 Ok(0) => self.eof = true,
-                Ok(k) => self.end += k,
+                Ok(k) => {
+                    self.end += k;
+                    if self.sharing && self.end < self.buf.len() {
+                        continue;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // flate2 and zstd say so when the compressed input stops mid-stream: that is a
                 // cut-off capture (as when `tcpdump | gzip` is killed), not a corrupt one;
@@ -118,8 +216,10 @@ impl Window {
     /// Called with a full buffer: moves the live bytes to the front, and grows the buffer
     /// (at most doubling) if it is still full and holds fewer than `n` bytes.
     fn make_room(&mut self, n: usize) {
+        self.own();
         if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
+            let (start, end) = (self.start, self.end);
+            self.buf_mut().copy_within(start..end, 0);
             self.base += self.start as u64;
             self.end -= self.start;
             self.start = 0;
@@ -128,7 +228,7 @@ impl Window {
             let grown = n
                 .min(self.buf.len().saturating_mul(2))
                 .max(self.buf.len() + 1);
-            self.buf.resize(grown, 0);
+            self.buf_mut().resize(grown, 0);
         }
     }
 
@@ -244,5 +344,97 @@ mod tests {
         assert_eq!(w.skip(10_000).unwrap(), 1995);
         assert_eq!(w.offset(), 5000);
         assert!(!w.fill(1).unwrap());
+    }
+
+    #[test]
+    fn shared_buffers_are_never_written() {
+        // 64-byte buffer, 7 bytes per read: many moves between buffers.
+        let d = data(3000);
+        let mut w = Window::new(
+            Box::new(Trickle {
+                data: d.clone(),
+                pos: 0,
+                step: 7,
+            }),
+            64,
+            &[],
+        );
+        // (the shared buffer, a copy of it when handed out, where the frame starts)
+        let mut held: Vec<(Arc<Vec<u8>>, Vec<u8>, usize)> = Vec::new();
+        let mut off = 0;
+        while w.fill(5).unwrap() {
+            // Hand out the next 5 bytes as a "frame": where they lie, and the buffer.
+            let start = w.start();
+            let buf = w.share();
+            assert_eq!(&buf[start..start + 5], &d[off..off + 5]);
+            held.push((buf.clone(), buf.to_vec(), start));
+            w.consume(5);
+            off += 5;
+            // Let go of all but the last few, so spare buffers are reused.
+            if held.len() > 4 {
+                held.remove(0);
+            }
+            for (buf, copy, start) in &held {
+                assert_eq!(&buf[..], &copy[..], "a shared buffer changed (at {start})");
+            }
+        }
+        assert_eq!(off, 3000);
+        // The window moved between buffers, and reused spare ones (bounded).
+        assert!(w.generation() > 10);
+        assert!(w.spent.len() <= SPARES);
+    }
+
+    #[test]
+    fn unshared_buffer_is_compacted_in_place() {
+        let d = data(1000);
+        let mut w = Window::new(
+            Box::new(Trickle {
+                data: d.clone(),
+                pos: 0,
+                step: 50,
+            }),
+            64,
+            &[],
+        );
+        let mut off = 0;
+        while w.fill(10).unwrap() {
+            assert_eq!(&w.bytes()[..10], &d[off..off + 10]);
+            w.consume(10);
+            off += 10;
+        }
+        // Nothing was shared: one buffer all along.
+        assert_eq!(w.generation(), 0);
+        assert!(w.spent.is_empty());
+    }
+
+    #[test]
+    fn a_spare_is_reused_once_released() {
+        let d = data(400);
+        let mut w = Window::new(
+            Box::new(Trickle {
+                data: d.clone(),
+                pos: 0,
+                step: 64,
+            }),
+            64,
+            &[],
+        );
+        assert!(w.fill(60).unwrap());
+        let first = w.share();
+        w.consume(60);
+        // Shared: the next read moves to a new buffer.
+        assert!(w.fill(10).unwrap());
+        assert_eq!(w.generation(), 1);
+        assert!(!Arc::ptr_eq(&first, &w.buf));
+        let second = w.share();
+        w.consume(w.bytes().len());
+        drop(first);
+        // The first buffer is free again: the next move reuses it.
+        assert!(w.fill(10).unwrap());
+        assert_eq!(w.generation(), 2);
+        assert_eq!(Arc::strong_count(&w.buf), 1);
+        assert!(!Arc::ptr_eq(&second, &w.buf));
+        assert_eq!(w.spent.len(), 1);
+        assert_eq!(&w.bytes()[..10], &d[124..134]);
     }
 }
