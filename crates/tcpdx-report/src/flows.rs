@@ -213,30 +213,25 @@ pub fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> i
 /// one byte per column), with no allocation; `None` (the row is dropped) if a number needs
 /// `core::fmt`, which never happens for values from a capture (a float would have to be
 /// infinite, NaN or beyond 10^16). Such a row is far shorter than a [`Row`] window.
+/// The spaces between columns are written together with the next column's padding.
 #[inline]
 fn fast_row(r: &mut Row<'_>, stream: u32, d: &DirSummary) -> Option<()> {
-    num(r, u64::from(stream), 6);
-    r.bytes(b"  ");
+    num(r, 0, u64::from(stream), 6);
+    r.spaces(2);
     let start = r.len();
     write_endpoint(r, d.src.addr, d.src.port);
-    r.bytes(b" -> ");
+    r.bytes8(b" -> \0\0\0\0", 4);
     write_endpoint(r, d.dst.addr, d.dst.port);
-    r.spaces(45usize.saturating_sub(r.len() - start));
-    r.bytes(b"  ");
-    num(r, d.packets, 7);
-    r.bytes(b"  ");
-    human(r, bytes_human(d.bytes)?, 9);
-    r.bytes(b"  ");
-    human(r, bytes_human(d.unique_bytes)?, 9);
-    r.bytes(b"  ");
-    human(r, bytes_human(d.retrans_bytes)?, 8);
-    r.bytes(b"  ");
-    human(r, bps_human(d.goodput_bps)?, 11);
-    r.bytes(b"  ");
+    let dir_pad = 45usize.saturating_sub(r.len() - start);
+    num(r, dir_pad + 2, d.packets, 7);
+    human(r, 2, bytes_human(d.bytes)?, 9);
+    human(r, 2, bytes_human(d.unique_bytes)?, 9);
+    human(r, 2, bytes_human(d.retrans_bytes)?, 8);
+    human(r, 2, bps_human(d.goodput_bps)?, 11);
     let duration = Fixed::new(d.duration_s, 3)?;
-    r.spaces(7usize.saturating_sub(duration.len()));
+    align(r, 2, duration.len(), 7);
     duration.write(r);
-    r.bytes(b"s  ");
+    r.byte(b's');
     match d.rtt {
         Some(t) => {
             let ms = [
@@ -246,7 +241,7 @@ fn fast_row(r: &mut Row<'_>, stream: u32, d: &DirSummary) -> Option<()> {
                 ms_fixed(t.max_ns)?,
             ];
             let len: usize = ms.iter().map(Fixed::len).sum::<usize>() + 3;
-            r.spaces(23usize.saturating_sub(len));
+            align(r, 2, len, 23);
             for (i, m) in ms.iter().enumerate() {
                 if i > 0 {
                     r.byte(b'/');
@@ -254,53 +249,62 @@ fn fast_row(r: &mut Row<'_>, stream: u32, d: &DirSummary) -> Option<()> {
                 m.write(r);
             }
         }
-        None => dash(r, 23),
+        None => dash(r, 2, 23),
     }
-    r.bytes(b"  ");
     match d.mss {
-        Some(m) => num(r, u64::from(m), 5),
-        None => dash(r, 5),
+        Some(m) => num(r, 2, u64::from(m), 5),
+        None => dash(r, 2, 5),
     }
-    r.byte(b' ');
     match d.window_scale {
-        Some(w) => num(r, u64::from(w), 3),
-        None => dash(r, 3),
+        Some(w) => num(r, 1, u64::from(w), 3),
+        None => dash(r, 1, 3),
     }
-    r.bytes(if d.sack_permitted { b"  yes" } else { b"   no" });
-    r.bytes(b"  ");
-    human(r, bytes_human(d.max_window)?, 9);
-    r.bytes(b"  ");
+    r.bytes8(
+        if d.sack_permitted {
+            b"  yes\0\0\0"
+        } else {
+            b"   no\0\0\0"
+        },
+        5,
+    );
+    human(r, 2, bytes_human(d.max_window)?, 9);
+    r.spaces(2);
     if d.zero_window_count > 0 {
         let secs = Fixed::new(d.zero_window_s, 3)?;
         r.u64(d.zero_window_count);
-        r.bytes(b" (");
+        r.bytes8(b" (\0\0\0\0\0\0", 2);
         secs.write(r);
-        r.bytes(b" s)");
+        r.bytes8(b" s)\n\0\0\0\0", 4);
     } else {
-        r.byte(b'-');
+        r.bytes8(b"-\n\0\0\0\0\0\0", 2);
     }
-    r.byte(b'\n');
     Some(())
 }
 
-/// `n` right-aligned in `w` columns.
-#[inline]
-fn num(r: &mut Row<'_>, n: u64, w: usize) {
-    r.spaces(w.saturating_sub(width(n)));
+/// Moves to a column right-aligned in `w` for a text of `len` bytes, after `gap` spaces.
+#[inline(always)]
+fn align(r: &mut Row<'_>, gap: usize, len: usize, w: usize) {
+    r.spaces(gap + w.saturating_sub(len));
+}
+
+/// `n` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn num(r: &mut Row<'_>, gap: usize, n: u64, w: usize) {
+    align(r, gap, width(n), w);
     r.u64(n);
 }
 
-/// `h` right-aligned in `w` columns.
-#[inline]
-fn human(r: &mut Row<'_>, h: Human, w: usize) {
-    r.spaces(w.saturating_sub(h.len()));
+/// `h` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn human(r: &mut Row<'_>, gap: usize, h: Human, w: usize) {
+    align(r, gap, h.len(), w);
     h.write(r);
 }
 
-/// `-` right-aligned in `w` columns.
-#[inline]
-fn dash(r: &mut Row<'_>, w: usize) {
-    r.spaces(w.saturating_sub(1));
+/// `-` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn dash(r: &mut Row<'_>, gap: usize, w: usize) {
+    align(r, gap, 1, w);
     r.byte(b'-');
 }
 

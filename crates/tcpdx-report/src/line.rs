@@ -228,25 +228,39 @@ impl Row<'_> {
     }
     /// Appends the first `n` (at most 16) bytes of `s`: all 16 are stored, the cursor
     /// moves by `n` (a fixed-size copy, no loop).
-    #[inline]
+    #[inline(always)]
     pub fn bytes16(&mut self, s: &[u8; 16], n: usize) {
         let at = self.pos & MASK;
-        if let Some(dst) = self.w.get_mut(at..at + 16) {
-            dst.copy_from_slice(s);
-        } else {
-            for (j, &b) in s.iter().enumerate() {
-                self.w[(self.pos + j) & MASK] = b;
-            }
+        match self.w.get_mut(at..at + 16) {
+            Some(dst) => dst.copy_from_slice(s),
+            None => self.wrap(s),
         }
         self.pos += n.min(16);
     }
-    /// Appends `n` spaces (16 at a time, fixed-size copies).
+    /// Stores `s` at the cursor byte by byte, wrapping around the window (the rare case
+    /// of the fixed-size stores, out of line so that they stay small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn wrap(&mut self, s: &[u8]) {
+        for (j, &b) in s.iter().enumerate() {
+            self.w[(self.pos + j) & MASK] = b;
+        }
+    }
+    /// Appends the first `n` (at most 8) bytes of `s` with one 8-byte store.
     #[inline]
+    pub fn bytes8(&mut self, s: &[u8; 8], n: usize) {
+        self.put8(u64::from_le_bytes(*s), n.min(8));
+    }
+    /// Appends `n` spaces (16 at a time, fixed-size copies; up to 16 without a branch).
+    #[inline(always)]
     pub fn spaces(&mut self, mut n: usize) {
-        while n > 0 {
+        loop {
             let k = n.min(16);
             self.bytes16(&[b' '; 16], k);
             n -= k;
+            if n == 0 {
+                break;
+            }
         }
     }
     /// Bytes written so far.
@@ -259,15 +273,12 @@ impl Row<'_> {
         self.pos == 0
     }
     /// Stores the 8 bytes of `v` (in memory order) and moves the cursor by `n`.
-    #[inline]
+    #[inline(always)]
     fn put8(&mut self, v: u64, n: usize) {
         let at = self.pos & MASK;
-        if let Some(dst) = self.w.get_mut(at..at + 8) {
-            dst.copy_from_slice(&v.to_le_bytes());
-        } else {
-            for (j, b) in v.to_le_bytes().into_iter().enumerate() {
-                self.w[(self.pos + j) & MASK] = b;
-            }
+        match self.w.get_mut(at..at + 8) {
+            Some(dst) => dst.copy_from_slice(&v.to_le_bytes()),
+            None => self.wrap(&v.to_le_bytes()),
         }
         self.pos += n;
     }
@@ -301,19 +312,19 @@ impl Row<'_> {
         }
     }
     /// Appends `n / 10^prec` with `prec` (at most 19) decimals: `1234, 3` gives `1.234`,
-    /// `5, 2` gives `0.05`.
-    #[inline]
-    pub fn decimal(&mut self, n: u64, prec: usize) {
+    /// `5, 2` gives `0.05`. `digits` is the number of digits that takes,
+    /// [`decimal_digits`]`(n, prec)` (its caller usually needed it already, to pad).
+    #[inline(always)]
+    pub fn decimal(&mut self, n: u64, prec: usize, digits: usize) {
         if prec == 0 {
             return self.u64(n);
         }
-        if n < E8 && prec < 8 {
-            // All digits from one SWAR conversion: the integer part, then the decimals.
-            let w = width(n).max(prec + 1);
+        if n < E8 && prec < 8 && digits <= 8 {
+            // All digits from one SWAR conversion: the integer part, then the point and
+            // the decimals in one store.
             let v = eight(n);
-            self.put8(v >> ((8 - w) * 8), w - prec);
-            self.byte(b'.');
-            self.put8(v >> ((8 - prec) * 8), prec);
+            self.put8(v >> ((8 - digits) * 8), digits - prec);
+            self.put8((v >> ((8 - prec) * 8)) << 8 | u64::from(b'.'), prec + 1);
         } else {
             let pow = POW10[prec.min(19)];
             self.u64(n / pow);
@@ -389,6 +400,13 @@ pub(crate) fn width(n: u64) -> usize {
     let bits = 64 - m.leading_zeros() as usize;
     let t = (bits * 1233) >> 12;
     t + usize::from(m >= POW10[t.min(19)])
+}
+
+/// Digits of `n / 10^prec` written with `prec` decimals ([`Row::decimal`]): at least one
+/// before the point.
+#[inline(always)]
+pub fn decimal_digits(n: u64, prec: usize) -> usize {
+    width(n).max(prec + 1)
 }
 
 /// Writes `n` in decimal at the start of `out`; returns the digit count.
@@ -564,7 +582,7 @@ mod tests {
                     format!("{}.{:0p$}", n / pow, n % pow)
                 };
                 let mut l = Line::default();
-                assert!(l.row(|r| r.decimal(n, p)));
+                assert!(l.row(|r| r.decimal(n, p, decimal_digits(n, p))));
                 assert_eq!(l.as_bytes(), want.as_bytes(), "{n} {p}");
             }
         }
