@@ -160,9 +160,8 @@ pub fn write_flows_table<W: Write>(
     write_flows_table_footer(out, evicted)
 }
 
-/// The table's header line ([`write_flows_table`] in parts, so that rows of consecutive
-/// slices of flows can be formatted apart, on several threads, and concatenated).
-pub fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
+/// The table's header line.
+fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  zero win",
@@ -185,10 +184,10 @@ pub fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
 /// Rows are gathered into batches of at least this many bytes before they are written.
 const BATCH: usize = 1 << 16;
 
-/// The table's rows for `flows` (each row depends on its flow alone).
+/// The table's rows for `flows`, streamed in batches.
 // Not inlined: keeps the row cost apart in profiles (it runs once per table).
 #[inline(never)]
-pub fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
+fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
     let mut line = Line::with_capacity(BATCH + ROW);
     for f in flows {
         for d in &f.dirs {
@@ -350,7 +349,7 @@ fn write_row_fmt<W: Write>(out: &mut W, stream: u32, d: &DirSummary) -> io::Resu
 }
 
 /// The table's last line (evicted connections), if any.
-pub fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) -> io::Result<()> {
+fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) -> io::Result<()> {
     if !evicted.is_empty() {
         writeln!(
             out,
