@@ -2,12 +2,13 @@
 //!
 //! Fixed-precision floats (`{:.N}`) are formatted here by exact integer arithmetic instead of
 //! `core::fmt`, whose exact mode often falls back to big-number (Dragon) arithmetic: with a
-//! `format!` per field, `tcpdx flows` spent ~25,000 instructions a table row. No crate does
-//! this job: ryu, dtoa and zmij only give the shortest round-trip digits, and rounding those
-//! again to N decimals (as lexical's precision option does) is a double rounding that differs
-//! from `format!` near ties. The digits here are exactly `format!`'s for every `f64` (tests
-//! compare millions of values, edge cases included); values it does not handle (not finite,
-//! or `|v| * 10^N` of 2^64 and more) are left to `format!` itself.
+//! `format!` per field, `tcpdx flows` spent ~25,000 instructions a table row. No well-kept
+//! crate does this job: ryu and dtoa only give the shortest round-trip digits, and rounding
+//! those again to N decimals is a double rounding that differs from `format!` near ties
+//! (`{:.2}` of 2.675 is `2.67`, the double being 2.67499999...; its shortest digits `2.675`
+//! round to `2.68`). The digits here are exactly `format!`'s for every `f64` (tests compare
+//! millions of values, edge cases included); values it does not handle (not finite, or
+//! `|v| * 10^N` of 2^64 and more) are left to `format!` itself.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -302,7 +303,7 @@ pub(crate) fn bps(v: f64) -> String {
 pub(crate) fn bytes(v: u64) -> String {
     match bytes_parts(v) {
         Ok((x, prec, unit)) => fixed_string(x, prec, unit.as_str()),
-        Err(n) => format!("{n}{}", B.as_str()),
+        Err(n) => format!("{n} B"),
     }
 }
 
@@ -389,6 +390,7 @@ fn write_groups<S: Sink>(s: &mut S, groups: &[u16]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::line::Line;
 
     /// The formatters as they were, with `format!`: the reference.
     mod reference {
@@ -450,6 +452,10 @@ mod tests {
             if let Some(f) = Fixed::new(v, p) {
                 let got = text(f.len(), |o| f.write(o));
                 assert_eq!(got, want, "{v:e} ({:#x}) .{p}", v.to_bits());
+                // The table's writer too.
+                let mut line = Line::default();
+                assert!(line.row(|r| f.write(r)));
+                assert_eq!(line.as_bytes(), want.as_bytes(), "{v:e} .{p} in a row");
             } else {
                 // Only what cannot fit the integer path is left to `format!`.
                 assert!(!v.is_finite() || v.abs() * 10f64.powi(p as i32) >= 2f64.powi(63));
@@ -488,6 +494,8 @@ mod tests {
             0.5,
             1.5,
             2.5,
+            0.49999999999999994,
+            2.675,
             0.05,
             0.005,
             0.0005,
@@ -512,6 +520,14 @@ mod tests {
         for x in specials {
             around(x, 3, check);
         }
+    }
+
+    #[test]
+    fn shortest_digits_would_round_differently() {
+        // Why ryu (here through serde_json) cannot be used and rounded again.
+        assert_eq!(serde_json::to_string(&2.675).unwrap(), "2.675");
+        assert_eq!(format!("{:.2}", 2.675), "2.67");
+        check(2.675);
     }
 
     #[test]

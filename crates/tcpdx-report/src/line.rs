@@ -319,7 +319,7 @@ impl Row<'_> {
         if prec == 0 {
             return self.u64(n);
         }
-        if n < E8 && prec < 8 && digits <= 8 {
+        if n < E8 && prec < digits && digits <= 8 {
             // All digits from one SWAR conversion: the integer part, then the point and
             // the decimals in one store.
             let v = eight(n);
