@@ -17,7 +17,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 use tcpdx_core::{DirSummary, FlowSummary};
 
-use crate::fmt::{bps, bytes, ms};
+use crate::fmt::{Fixed, Human, bps, bps_human, bytes, bytes_human, ms, ms_fixed, write_endpoint};
+use crate::line::{Line, ROW, Row, width};
 
 #[derive(Serialize)]
 struct JsonDir {
@@ -93,10 +94,7 @@ impl EvictedTotals {
 
 fn endpoint(d: &DirSummary, src: bool) -> String {
     let e = if src { d.src } else { d.dst };
-    match e.addr {
-        std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.port),
-        std::net::IpAddr::V4(a) => format!("{a}:{}", e.port),
-    }
+    crate::fmt::endpoint(e.addr, e.port)
 }
 
 fn json_dir(d: &DirSummary, dir: &'static str) -> JsonDir {
@@ -162,9 +160,8 @@ pub fn write_flows_table<W: Write>(
     write_flows_table_footer(out, evicted)
 }
 
-/// The table's header line ([`write_flows_table`] in parts, so that rows of consecutive
-/// slices of flows can be formatted apart, on several threads, and concatenated).
-pub fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
+/// The table's header line.
+fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>8}  {:>23}  {:>5} {:>3} {:>4}  {:>9}  zero win",
@@ -184,56 +181,175 @@ pub fn write_flows_table_header<W: Write>(out: &mut W) -> io::Result<()> {
     )
 }
 
-/// The table's rows for `flows` (each row depends on its flow alone).
-pub fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
+/// Rows are gathered into batches of at least this many bytes before they are written.
+const BATCH: usize = 1 << 16;
+
+/// The table's rows for `flows`, streamed in batches.
+// Not inlined: keeps the row cost apart in profiles (it runs once per table).
+#[inline(never)]
+fn write_flows_table_rows<W: Write>(out: &mut W, flows: &[FlowSummary]) -> io::Result<()> {
+    let mut line = Line::with_capacity(BATCH + ROW);
     for f in flows {
         for d in &f.dirs {
             if d.packets == 0 {
                 continue;
             }
-            let dir = format!("{} -> {}", endpoint(d, true), endpoint(d, false));
-            let rtt = d.rtt.map_or_else(
-                || "-".to_string(),
-                |r| {
-                    format!(
-                        "{}/{}/{}/{}",
-                        ms(r.min_ns),
-                        ms(r.median_ns),
-                        ms(r.p95_ns),
-                        ms(r.max_ns)
-                    )
-                },
-            );
-            let zw = if d.zero_window_count > 0 {
-                format!("{} ({:.3} s)", d.zero_window_count, d.zero_window_s)
-            } else {
-                "-".to_string()
-            };
-            writeln!(
-                out,
-                "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>7.3}s  {:>23}  {:>5} {:>3} {:>4}  {:>9}  {}",
-                f.stream.0,
-                dir,
-                d.packets,
-                bytes(d.bytes),
-                bytes(d.unique_bytes),
-                bytes(d.retrans_bytes),
-                bps(d.goodput_bps),
-                d.duration_s,
-                rtt,
-                d.mss.map_or("-".into(), |m| m.to_string()),
-                d.window_scale.map_or("-".into(), |w| w.to_string()),
-                if d.sack_permitted { "yes" } else { "no" },
-                bytes(d.max_window),
-                zw
-            )?;
+            if !line.row_if(|r| fast_row(r, f.stream.0, d).is_some()) {
+                out.write_all(line.as_bytes())?;
+                line.clear();
+                write_row_fmt(out, f.stream.0, d)?;
+            }
+            if line.len() >= BATCH {
+                out.write_all(line.as_bytes())?;
+                line.clear();
+            }
         }
     }
-    Ok(())
+    out.write_all(line.as_bytes())
+}
+
+/// Writes a row as [`write_row_fmt`] does, each column padded by its text's length (ASCII:
+/// one byte per column), with no allocation; `None` (the row is dropped) if a number needs
+/// `core::fmt`, which never happens for values from a capture (a float would have to be
+/// infinite, NaN or beyond 10^16). Such a row is far shorter than a [`Row`] window.
+/// The spaces between columns are written together with the next column's padding.
+#[inline]
+fn fast_row(r: &mut Row<'_>, stream: u32, d: &DirSummary) -> Option<()> {
+    num(r, 0, u64::from(stream), 6);
+    r.spaces(2);
+    let start = r.len();
+    write_endpoint(r, d.src.addr, d.src.port);
+    r.bytes8(b" -> \0\0\0\0", 4);
+    write_endpoint(r, d.dst.addr, d.dst.port);
+    let dir_pad = 45usize.saturating_sub(r.len() - start);
+    num(r, dir_pad + 2, d.packets, 7);
+    human(r, 2, bytes_human(d.bytes)?, 9);
+    human(r, 2, bytes_human(d.unique_bytes)?, 9);
+    human(r, 2, bytes_human(d.retrans_bytes)?, 8);
+    human(r, 2, bps_human(d.goodput_bps)?, 11);
+    let duration = Fixed::new(d.duration_s, 3)?;
+    align(r, 2, duration.len(), 7);
+    duration.write(r);
+    r.byte(b's');
+    match d.rtt {
+        Some(t) => {
+            let ms = [
+                ms_fixed(t.min_ns)?,
+                ms_fixed(t.median_ns)?,
+                ms_fixed(t.p95_ns)?,
+                ms_fixed(t.max_ns)?,
+            ];
+            let len: usize = ms.iter().map(Fixed::len).sum::<usize>() + 3;
+            align(r, 2, len, 23);
+            for (i, m) in ms.iter().enumerate() {
+                if i > 0 {
+                    r.byte(b'/');
+                }
+                m.write(r);
+            }
+        }
+        None => dash(r, 2, 23),
+    }
+    match d.mss {
+        Some(m) => num(r, 2, u64::from(m), 5),
+        None => dash(r, 2, 5),
+    }
+    match d.window_scale {
+        Some(w) => num(r, 1, u64::from(w), 3),
+        None => dash(r, 1, 3),
+    }
+    r.bytes8(
+        if d.sack_permitted {
+            b"  yes\0\0\0"
+        } else {
+            b"   no\0\0\0"
+        },
+        5,
+    );
+    human(r, 2, bytes_human(d.max_window)?, 9);
+    r.spaces(2);
+    if d.zero_window_count > 0 {
+        let secs = Fixed::new(d.zero_window_s, 3)?;
+        r.u64(d.zero_window_count);
+        r.bytes8(b" (\0\0\0\0\0\0", 2);
+        secs.write(r);
+        r.bytes8(b" s)\n\0\0\0\0", 4);
+    } else {
+        r.bytes8(b"-\n\0\0\0\0\0\0", 2);
+    }
+    Some(())
+}
+
+/// Moves to a column right-aligned in `w` for a text of `len` bytes, after `gap` spaces.
+#[inline(always)]
+fn align(r: &mut Row<'_>, gap: usize, len: usize, w: usize) {
+    r.spaces(gap + w.saturating_sub(len));
+}
+
+/// `n` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn num(r: &mut Row<'_>, gap: usize, n: u64, w: usize) {
+    align(r, gap, width(n), w);
+    r.u64(n);
+}
+
+/// `h` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn human(r: &mut Row<'_>, gap: usize, h: Human, w: usize) {
+    align(r, gap, h.len(), w);
+    h.write(r);
+}
+
+/// `-` right-aligned in `w` columns after `gap` spaces.
+#[inline(always)]
+fn dash(r: &mut Row<'_>, gap: usize, w: usize) {
+    align(r, gap, 1, w);
+    r.byte(b'-');
+}
+
+/// One row with `format!` (for values [`fast_row`] leaves to `core::fmt`).
+#[cold]
+fn write_row_fmt<W: Write>(out: &mut W, stream: u32, d: &DirSummary) -> io::Result<()> {
+    let dir = format!("{} -> {}", endpoint(d, true), endpoint(d, false));
+    let rtt = d.rtt.map_or_else(
+        || "-".to_string(),
+        |r| {
+            format!(
+                "{}/{}/{}/{}",
+                ms(r.min_ns),
+                ms(r.median_ns),
+                ms(r.p95_ns),
+                ms(r.max_ns)
+            )
+        },
+    );
+    let zw = if d.zero_window_count > 0 {
+        format!("{} ({:.3} s)", d.zero_window_count, d.zero_window_s)
+    } else {
+        "-".to_string()
+    };
+    writeln!(
+        out,
+        "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>7.3}s  {:>23}  {:>5} {:>3} {:>4}  {:>9}  {}",
+        stream,
+        dir,
+        d.packets,
+        bytes(d.bytes),
+        bytes(d.unique_bytes),
+        bytes(d.retrans_bytes),
+        bps(d.goodput_bps),
+        d.duration_s,
+        rtt,
+        d.mss.map_or("-".into(), |m| m.to_string()),
+        d.window_scale.map_or("-".into(), |w| w.to_string()),
+        if d.sack_permitted { "yes" } else { "no" },
+        bytes(d.max_window),
+        zw
+    )
 }
 
 /// The table's last line (evicted connections), if any.
-pub fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) -> io::Result<()> {
+fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) -> io::Result<()> {
     if !evicted.is_empty() {
         writeln!(
             out,
@@ -247,4 +363,191 @@ pub fn write_flows_table_footer<W: Write>(out: &mut W, evicted: &EvictedTotals) 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    use tcpdx_core::{Endpoint, RttSummary, StreamId};
+    use tcpdx_wire::Timestamp;
+
+    /// The rows as they were written with `format!` per field: the reference.
+    fn reference_rows(flows: &[FlowSummary]) -> String {
+        fn bps(v: f64) -> String {
+            if v >= 1e9 {
+                format!("{:.2} Gb/s", v / 1e9)
+            } else if v >= 1e6 {
+                format!("{:.2} Mb/s", v / 1e6)
+            } else if v >= 1e3 {
+                format!("{:.1} kb/s", v / 1e3)
+            } else {
+                format!("{v:.0} b/s")
+            }
+        }
+        fn bytes(v: u64) -> String {
+            let f = v as f64;
+            if f >= 1e9 {
+                format!("{:.2} GB", f / 1e9)
+            } else if f >= 1e6 {
+                format!("{:.2} MB", f / 1e6)
+            } else if f >= 1e3 {
+                format!("{:.1} kB", f / 1e3)
+            } else {
+                format!("{v} B")
+            }
+        }
+        fn ms(ns: i64) -> String {
+            format!("{:.3}", ns as f64 / 1e6)
+        }
+        fn endpoint(e: Endpoint) -> String {
+            match e.addr {
+                IpAddr::V6(a) => format!("[{a}]:{}", e.port),
+                IpAddr::V4(a) => format!("{a}:{}", e.port),
+            }
+        }
+        let mut out = String::new();
+        for f in flows {
+            for d in &f.dirs {
+                if d.packets == 0 {
+                    continue;
+                }
+                let dir = format!("{} -> {}", endpoint(d.src), endpoint(d.dst));
+                let rtt = d.rtt.map_or_else(
+                    || "-".to_string(),
+                    |r| {
+                        format!(
+                            "{}/{}/{}/{}",
+                            ms(r.min_ns),
+                            ms(r.median_ns),
+                            ms(r.p95_ns),
+                            ms(r.max_ns)
+                        )
+                    },
+                );
+                let zw = if d.zero_window_count > 0 {
+                    format!("{} ({:.3} s)", d.zero_window_count, d.zero_window_s)
+                } else {
+                    "-".to_string()
+                };
+                out += &format!(
+                    "{:>6}  {:<45}  {:>7}  {:>9}  {:>9}  {:>8}  {:>11}  {:>7.3}s  {:>23}  {:>5} {:>3} {:>4}  {:>9}  {}\n",
+                    f.stream.0,
+                    dir,
+                    d.packets,
+                    bytes(d.bytes),
+                    bytes(d.unique_bytes),
+                    bytes(d.retrans_bytes),
+                    bps(d.goodput_bps),
+                    d.duration_s,
+                    rtt,
+                    d.mss.map_or("-".into(), |m| m.to_string()),
+                    d.window_scale.map_or("-".into(), |w| w.to_string()),
+                    if d.sack_permitted { "yes" } else { "no" },
+                    bytes(d.max_window),
+                    zw
+                );
+            }
+        }
+        out
+    }
+
+    /// Deterministic xorshift64 stream.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn one_in(&mut self, n: u64) -> bool {
+            self.next().is_multiple_of(n)
+        }
+        /// Mostly small numbers, sometimes any (shifting by a random amount).
+        fn any(&mut self) -> u64 {
+            let s = self.next() % 64;
+            self.next() >> s
+        }
+        fn f64(&mut self) -> f64 {
+            match self.next() % 8 {
+                0 => f64::from_bits(self.next()),
+                1 => 0.0,
+                2 => -(self.any() as f64) / 1e9,
+                _ => self.any() as f64 / 1e9,
+            }
+        }
+        fn endpoint(&mut self) -> Endpoint {
+            let addr = match self.next() % 4 {
+                0 => IpAddr::V6(Ipv6Addr::from(
+                    u128::from(self.next()) << (self.next() % 65),
+                )),
+                1 => IpAddr::V6(Ipv4Addr::from(self.next() as u32).to_ipv6_mapped()),
+                _ => IpAddr::V4(Ipv4Addr::from(self.next() as u32)),
+            };
+            Endpoint {
+                addr,
+                port: self.next() as u16,
+            }
+        }
+        fn dir(&mut self) -> DirSummary {
+            let ns = |r: &mut Rng| r.any() as i64 * if r.one_in(9) { -1 } else { 1 };
+            DirSummary {
+                src: self.endpoint(),
+                dst: self.endpoint(),
+                packets: self.any() * u64::from(!self.one_in(5)),
+                bytes: self.any(),
+                unique_bytes: self.any(),
+                retrans_bytes: self.any(),
+                retrans_packets: self.any(),
+                goodput_bps: self.f64() * 1e9,
+                duration_s: self.f64(),
+                rtt: (!self.one_in(4)).then(|| RttSummary {
+                    count: self.any(),
+                    min_ns: ns(self),
+                    median_ns: ns(self),
+                    p95_ns: ns(self),
+                    max_ns: ns(self),
+                }),
+                mss: (!self.one_in(3)).then(|| self.next() as u16),
+                window_scale: (!self.one_in(3)).then(|| self.next() as u8),
+                sack_permitted: self.one_in(2),
+                max_window: self.any(),
+                zero_window_count: self.any() * u64::from(self.one_in(2)),
+                zero_window_s: self.f64(),
+            }
+        }
+    }
+
+    #[test]
+    fn table_rows_like_format() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let flows: Vec<FlowSummary> = (0..100_000)
+            .map(|_| FlowSummary {
+                stream: StreamId(rng.next() as u32 >> (rng.next() % 32)),
+                first_ts: Timestamp(0),
+                last_ts: Timestamp(0),
+                duration_s: 0.0,
+                saw_syn: true,
+                dirs: [rng.dir(), rng.dir()],
+            })
+            .collect();
+        let mut out = Vec::new();
+        write_flows_table_rows(&mut out, &flows).unwrap();
+        let want = reference_rows(&flows);
+        for (got, want) in String::from_utf8(out).unwrap().lines().zip(want.lines()) {
+            assert_eq!(got, want);
+        }
+        let mut out = Vec::new();
+        write_flows_table_rows(&mut out, &flows).unwrap();
+        assert_eq!(out, want.as_bytes());
+        for d in flows.iter().flat_map(|f| &f.dirs) {
+            let text = |e: Endpoint| match e.addr {
+                IpAddr::V6(a) => format!("[{a}]:{}", e.port),
+                IpAddr::V4(a) => format!("{a}:{}", e.port),
+            };
+            assert_eq!(endpoint(d, true), text(d.src));
+            assert_eq!(endpoint(d, false), text(d.dst));
+        }
+    }
 }

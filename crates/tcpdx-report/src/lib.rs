@@ -16,10 +16,7 @@ pub mod srt;
 
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
-pub use flows::{
-    EvictedTotals, write_flows_json, write_flows_table, write_flows_table_footer,
-    write_flows_table_header, write_flows_table_rows,
-};
+pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
 pub use html::{GraphRecorder, write_html_report};
 pub use line::{Line, Row};
 pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};

@@ -96,6 +96,15 @@ impl Line {
     /// written) if fewer than [`ROW`] bytes of room remain or the row came out longer.
     #[inline]
     pub fn row(&mut self, f: impl FnOnce(&mut Row<'_>)) -> bool {
+        self.row_if(|r| {
+            f(r);
+            true
+        })
+    }
+    /// [`Line::row`] for a writer that can give up: the row is kept only if `f` returns
+    /// true (and it fits).
+    #[inline]
+    pub fn row_if(&mut self, f: impl FnOnce(&mut Row<'_>) -> bool) -> bool {
         if self.room() < ROW {
             return false;
         }
@@ -107,8 +116,7 @@ impl Line {
             return false;
         };
         let mut r = Row { w, pos: 0 };
-        f(&mut r);
-        if r.pos > ROW {
+        if !f(&mut r) || r.pos > ROW {
             return false;
         }
         self.len += r.pos;
@@ -220,28 +228,57 @@ impl Row<'_> {
     }
     /// Appends the first `n` (at most 16) bytes of `s`: all 16 are stored, the cursor
     /// moves by `n` (a fixed-size copy, no loop).
-    #[inline]
+    #[inline(always)]
     pub fn bytes16(&mut self, s: &[u8; 16], n: usize) {
         let at = self.pos & MASK;
-        if let Some(dst) = self.w.get_mut(at..at + 16) {
-            dst.copy_from_slice(s);
-        } else {
-            for (j, &b) in s.iter().enumerate() {
-                self.w[(self.pos + j) & MASK] = b;
-            }
+        match self.w.get_mut(at..at + 16) {
+            Some(dst) => dst.copy_from_slice(s),
+            None => self.wrap(s),
         }
         self.pos += n.min(16);
     }
-    /// Stores the 8 bytes of `v` (in memory order) and moves the cursor by `n`.
+    /// Stores `s` at the cursor byte by byte, wrapping around the window (the rare case
+    /// of the fixed-size stores, out of line so that they stay small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn wrap(&mut self, s: &[u8]) {
+        for (j, &b) in s.iter().enumerate() {
+            self.w[(self.pos + j) & MASK] = b;
+        }
+    }
+    /// Appends the first `n` (at most 8) bytes of `s` with one 8-byte store.
     #[inline]
+    pub fn bytes8(&mut self, s: &[u8; 8], n: usize) {
+        self.put8(u64::from_le_bytes(*s), n.min(8));
+    }
+    /// Appends `n` spaces (16 at a time, fixed-size copies; up to 16 without a branch).
+    #[inline(always)]
+    pub fn spaces(&mut self, mut n: usize) {
+        loop {
+            let k = n.min(16);
+            self.bytes16(&[b' '; 16], k);
+            n -= k;
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    /// Bytes written so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+    /// True if nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.pos == 0
+    }
+    /// Stores the 8 bytes of `v` (in memory order) and moves the cursor by `n`.
+    #[inline(always)]
     fn put8(&mut self, v: u64, n: usize) {
         let at = self.pos & MASK;
-        if let Some(dst) = self.w.get_mut(at..at + 8) {
-            dst.copy_from_slice(&v.to_le_bytes());
-        } else {
-            for (j, b) in v.to_le_bytes().into_iter().enumerate() {
-                self.w[(self.pos + j) & MASK] = b;
-            }
+        match self.w.get_mut(at..at + 8) {
+            Some(dst) => dst.copy_from_slice(&v.to_le_bytes()),
+            None => self.wrap(&v.to_le_bytes()),
         }
         self.pos += n;
     }
@@ -272,6 +309,31 @@ impl Row<'_> {
             self.below_1e8(n / (E8 * E8));
             self.put8(eight(n / E8 % E8), 8);
             self.put8(eight(n % E8), 8);
+        }
+    }
+    /// Appends `n / 10^prec` with `prec` (at most 19) decimals: `1234, 3` gives `1.234`,
+    /// `5, 2` gives `0.05`. `digits` is the number of digits that takes,
+    /// [`decimal_digits`]`(n, prec)` (its caller usually needed it already, to pad).
+    #[inline(always)]
+    pub fn decimal(&mut self, n: u64, prec: usize, digits: usize) {
+        if prec == 0 {
+            return self.u64(n);
+        }
+        if n < E8 && prec < digits && digits <= 8 {
+            // All digits from one SWAR conversion: the integer part, then the point and
+            // the decimals in one store.
+            let v = eight(n);
+            self.put8(v >> ((8 - digits) * 8), digits - prec);
+            self.put8((v >> ((8 - prec) * 8)) << 8 | u64::from(b'.'), prec + 1);
+        } else {
+            let pow = POW10[prec.min(19)];
+            self.u64(n / pow);
+            self.byte(b'.');
+            let f = n % pow;
+            for _ in width(f)..prec {
+                self.byte(b'0');
+            }
+            self.u64(f);
         }
     }
     /// Appends nanoseconds as seconds with 9 decimals, like tshark's `frame.time_relative`.
@@ -332,12 +394,19 @@ fn eight(n: u64) -> u64 {
 /// Decimal digits of `n` (1 for 0): the bit length times log10(2) (1233/4096), corrected by
 /// one comparison (`ilog10` took ~20 instructions, this ~6).
 #[inline]
-fn width(n: u64) -> usize {
+pub(crate) fn width(n: u64) -> usize {
     // `n | 1`: 0 has one digit too (no power of ten lies between an even n and n | 1).
     let m = n | 1;
     let bits = 64 - m.leading_zeros() as usize;
     let t = (bits * 1233) >> 12;
     t + usize::from(m >= POW10[t.min(19)])
+}
+
+/// Digits of `n / 10^prec` written with `prec` decimals ([`Row::decimal`]): at least one
+/// before the point.
+#[inline(always)]
+pub fn decimal_digits(n: u64, prec: usize) -> usize {
+    width(n).max(prec + 1)
 }
 
 /// Writes `n` in decimal at the start of `out`; returns the digit count.
@@ -491,6 +560,59 @@ mod tests {
             l.bytes(b",x");
         });
         assert_eq!(s, "12,1.22.255.0,1.500000001,x");
+    }
+
+    #[test]
+    fn decimals_like_format() {
+        let mut ns: Vec<u64> = vec![0, 1, 9, 10, 99, 100, 999, 1000, 1001, E8 - 1, E8, u64::MAX];
+        ns.extend((0..20).flat_map(|p| [10u64.pow(p), 10u64.pow(p) - 1, 10u64.pow(p) + 1]));
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        ns.extend((0..20_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (x % 64)
+        }));
+        for n in ns {
+            for p in 0..=19usize {
+                let pow = 10u64.pow(p as u32);
+                let want = if p == 0 {
+                    n.to_string()
+                } else {
+                    format!("{}.{:0p$}", n / pow, n % pow)
+                };
+                let mut l = Line::default();
+                assert!(l.row(|r| r.decimal(n, p, decimal_digits(n, p))));
+                assert_eq!(l.as_bytes(), want.as_bytes(), "{n} {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn spaces_and_row_if() {
+        let mut l = Line::default();
+        for n in [0, 1, 15, 16, 17, 45] {
+            assert!(l.row(|r| {
+                r.spaces(n);
+                r.byte(b'|');
+            }));
+        }
+        let want: String = [0, 1, 15, 16, 17, 45]
+            .map(|n| format!("{:>w$}", "|", w = n + 1))
+            .concat();
+        assert_eq!(l.as_bytes(), want.as_bytes());
+        // A writer that gives up leaves the line as it was.
+        assert!(!l.row_if(|r| {
+            r.bytes(b"dropped");
+            false
+        }));
+        assert_eq!(l.as_bytes(), want.as_bytes());
+        assert!(l.row_if(|r| {
+            assert_eq!(r.len(), 0);
+            r.bytes(b"kept");
+            r.len() == 4
+        }));
+        assert!(l.as_bytes().ends_with(b"|kept"));
     }
 
     #[test]

@@ -5,10 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tcpdx_core::{EventSink, FlowSummary};
-use tcpdx_report::{
-    EvictedTotals, write_flows_json, write_flows_table_footer, write_flows_table_header,
-    write_flows_table_rows,
-};
+use tcpdx_report::{EvictedTotals, write_flows_json, write_flows_table};
 
 use crate::flags::FlowsArgs;
 use crate::parallel::Plan;
@@ -26,37 +23,6 @@ impl EventSink for Flows {
     fn flow_evicted(&mut self, f: &FlowSummary) {
         self.1.add(f);
     }
-}
-
-/// Flows below which the table is formatted on one thread (a thread costs more).
-const PARALLEL_ROWS_FROM: usize = 2048;
-
-/// Writes the table rows of `flows`, formatted on up to `threads` threads: on a capture of
-/// many short connections formatting the table is a large part of the run.
-fn write_rows<W: Write>(out: &mut W, flows: &[FlowSummary], threads: usize) -> Result<()> {
-    if threads <= 1 || flows.len() < PARALLEL_ROWS_FROM {
-        return out_err(write_flows_table_rows(out, flows));
-    }
-    let chunk = flows.len().div_ceil(threads);
-    let parts: Vec<io::Result<Vec<u8>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = flows
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut buf = Vec::with_capacity(part.len() * 400);
-                    write_flows_table_rows(&mut buf, part).map(|()| buf)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    for part in parts {
-        out_err(out.write_all(&part?))?;
-    }
-    Ok(())
 }
 
 /// Runs `tcpdx flows`.
@@ -81,9 +47,7 @@ pub fn run(a: &FlowsArgs) -> Result<ExitCode> {
             &flows.1,
         ))?;
     } else {
-        out_err(write_flows_table_header(&mut out))?;
-        write_rows(&mut out, &flows.0, a.common.worker_threads())?;
-        out_err(write_flows_table_footer(&mut out, &flows.1))?;
+        out_err(write_flows_table(&mut out, &flows.0, &flows.1))?;
     }
     out_err(out.flush())?;
     Ok(ExitCode::SUCCESS)
