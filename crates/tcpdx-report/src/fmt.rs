@@ -643,15 +643,15 @@ mod tests {
         }
     }
 
-    /// Long randomised comparison (`cargo test --release -p tcpdx-report -- --ignored`):
-    /// `TCPDX_FMT_CASES` values per kind (default 50 million).
+    /// Randomised comparison: `TCPDX_FMT_CASES` values per kind (default 200,000, a few
+    /// seconds; after changing the formatter run it long, e.g. `TCPDX_FMT_CASES=50000000
+    /// cargo test --release -p tcpdx-report fixed_like_format_long`).
     #[test]
-    #[ignore = "long: run by hand after changing the formatter"]
     fn fixed_like_format_long() {
         let cases: u64 = std::env::var("TCPDX_FMT_CASES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(50_000_000);
+            .unwrap_or(200_000);
         let mut rng = Rng(0xA076_1D64_78BD_642F);
         for i in 0..cases {
             // Random bit patterns are mostly huge values, slow for `format!`: fewer of them.
