@@ -239,6 +239,10 @@ pub struct Tracker<S> {
     started: bool,
     last_ts: Option<tcpdx_wire::Timestamp>,
     sink: S,
+    /// Every segment takes the reassembly path: the reference [`skip_cut`] is tested
+    /// against.
+    #[cfg(test)]
+    no_skip: bool,
 }
 
 impl<S: StorageSink> Tracker<S> {
@@ -254,6 +258,8 @@ impl<S: StorageSink> Tracker<S> {
             started: false,
             last_ts: None,
             sink,
+            #[cfg(test)]
+            no_skip: false,
         }
     }
 
@@ -414,6 +420,58 @@ fn with_bytes<S: StorageSink>(
     }
 }
 
+/// A segment the snap length cut, continuing a direction whose framing is lost: true if no
+/// message can start in its captured bytes, which are then only counted, as reassembly and
+/// framing would count them ([`Reassembler::continues_cut`], [`Framer::skip_cut`]); false,
+/// changing nothing, for any other segment. This keeps a bulk transfer captured with a short
+/// snap length, where nothing can be parsed, off the per-byte path, and leaves that state
+/// as soon as a full payload, a hole or a plausible message start shows.
+fn skip_cut<S: StorageSink>(
+    conn: &mut Conn,
+    a: &SegmentAnalysis,
+    payload: &[u8],
+    at: At,
+    sink: &mut S,
+) -> bool {
+    let captured = payload.get(..a.len as usize).unwrap_or(payload);
+    let Conn {
+        reasm,
+        framers,
+        state,
+        ..
+    } = conn;
+    let (dir, stream, len) = (a.dir, a.stream, u64::from(a.len));
+    let r = dir.of_mut(reasm);
+    if !r.continues_cut(a.seq, a.len, captured.len()) {
+        return false;
+    }
+    let framer = dir.of_mut(framers);
+    // One arm per protocol, as in `with_bytes`.
+    macro_rules! skip {
+        ($handler:ident, $c:expr) => {
+            framer.skip_cut(
+                captured,
+                len,
+                &$handler {
+                    conn: $c,
+                    dir,
+                    stream,
+                    sink,
+                },
+            )
+        };
+    }
+    let skipped = match state {
+        State::Rpc(c) => skip!(RpcDir, c),
+        State::Smb2(c) => skip!(Smb2Dir, c),
+        State::Iscsi(c) => skip!(IscsiDir, c),
+    };
+    if skipped {
+        r.pass_cut(a.len, captured.len(), at);
+    }
+    skipped
+}
+
 impl<S: StorageSink> EventSink for Tracker<S> {
     fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
         if !self.started {
@@ -437,9 +495,12 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         }
         if flags.ack() {
             let rev = a.dir.rev();
-            with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
-                r.peer_acked(a.ack, out)
-            });
+            // Nearly always nothing is held out of order: no parser to set up then.
+            if !rev.of_mut(&mut conn.reasm).peer_acked_idle(a.ack) {
+                with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
+                    r.peer_acked(a.ack, out)
+                });
+            }
         }
         if flags.fin() {
             *a.dir.of_mut(&mut conn.fin_at) = Some(a.seq + u64::from(a.len));
@@ -463,9 +524,15 @@ impl<S: StorageSink> EventSink for Tracker<S> {
             frame: a.frame,
             ts: a.ts,
         };
-        with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
-            r.segment(a.seq, a.len, payload, at, out)
-        });
+        #[cfg(test)]
+        let skip = !self.no_skip;
+        #[cfg(not(test))]
+        let skip = true;
+        if !(skip && skip_cut(conn, a, payload, at, &mut self.sink)) {
+            with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
+                r.segment(a.seq, a.len, payload, at, out)
+            });
+        }
         self.retire_if_over(slot);
     }
 }
