@@ -149,3 +149,89 @@ fn cut_segments_skipped_give_what_reassembly_gives() {
         assert_eq!(fast, reference, "seed {seed}");
     }
 }
+
+#[test]
+fn streams_sharing_a_cache_entry_keep_their_verdicts() {
+    // Streams 0 (not storage) and 256 (NFS) share an entry of the recent-stream cache and
+    // interleave; the 255 NFS connections between them close.
+    let mut t = Script::with(ScriptConfig {
+        server_port: 80,
+        ..ScriptConfig::DEFAULT
+    });
+    let web = t.conn();
+    t.at_ms(1).handshake();
+    let mut ids = Vec::new();
+    for i in 1..=256u16 {
+        ids.push(t.add_connection(ScriptConfig {
+            client_port: 40000 + i,
+            server_port: 2049,
+            ..ScriptConfig::DEFAULT
+        }));
+        t.at_ms(2).handshake();
+    }
+    let nfs = ids[255];
+    for &id in &ids[..255] {
+        t.on(id).at_ms(3).fin_from_client();
+        t.at_ms(3).fin_from_server();
+    }
+    for xid in 0..4 {
+        let ms = 10 + 10 * xid;
+        t.on(web)
+            .at_ms(ms)
+            .client_sends_bytes(&nfs::read_call(xid, 10));
+        t.on(nfs)
+            .at_ms(ms)
+            .client_sends_bytes(&nfs::read_call(xid, 20));
+        t.on(web)
+            .at_ms(ms + 1)
+            .server_sends_bytes(&nfs::read_reply(xid, 10));
+        t.on(nfs)
+            .at_ms(ms + 1)
+            .server_sends_bytes(&nfs::read_reply(xid, 20));
+    }
+    let mut tracker = track(&t);
+    assert_eq!(tracker.conns.len(), 1, "the closed ones are removed");
+    tracker.finish();
+    let got = tracker.into_sink();
+    let answered: Vec<_> = got
+        .transactions
+        .iter()
+        .map(|x| (x.stream.0, x.reply.is_some()))
+        .collect();
+    assert_eq!(answered, [(256, true); 4]);
+}
+
+#[test]
+fn a_slot_moved_by_a_removal_is_not_read_from_the_cache() {
+    // Streams 0, 1, 2 in slots 0, 1, 2; stream 0 is over and removed, stream 2 moves to
+    // slot 0 and stream 3 opens in slot 2, where the cache still places stream 2.
+    let mut t = nfs();
+    let mut ids = vec![t.conn()];
+    for i in 1..4u16 {
+        let mut cfg = t.config().clone();
+        cfg.client_port = 40000 + i;
+        ids.push(t.add_connection(cfg));
+    }
+    for &id in &ids[..3] {
+        t.on(id).at_ms(1).handshake();
+    }
+    t.on(ids[0]).at_ms(2).fin_from_client();
+    t.at_ms(2).fin_from_server();
+    t.on(ids[3]).at_ms(3).handshake();
+    for (xid, &id) in ids[2..].iter().enumerate() {
+        let xid = xid as u32;
+        t.on(id)
+            .at_ms(10)
+            .client_sends_bytes(&nfs::read_call(xid, 10));
+        t.at_ms(11).server_sends_bytes(&nfs::read_reply(xid, 10));
+    }
+    let mut tracker = track(&t);
+    tracker.finish();
+    let got = tracker.into_sink();
+    let answered: Vec<_> = got
+        .transactions
+        .iter()
+        .map(|x| (x.stream.0, x.reply.is_some()))
+        .collect();
+    assert_eq!(answered, [(2, true), (3, true)]);
+}
