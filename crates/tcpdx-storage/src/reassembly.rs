@@ -144,6 +144,42 @@ impl Reassembler {
         self.drain(Some(at), out);
     }
 
+    /// True if a segment of `len` bytes at `seq`, of which `captured` were captured,
+    /// continues the stream with nothing held out of order, and the snap length cut it:
+    /// [`Reassembler::segment`] would deliver its captured bytes, then one gap, and nothing
+    /// else.
+    pub fn continues_cut(&self, seq: u64, len: u32, captured: usize) -> bool {
+        self.next == Some(seq) && self.pending.is_empty() && (captured as u64) < u64::from(len)
+    }
+
+    /// Such a segment (see [`Reassembler::continues_cut`]) whose bytes the sink had no use
+    /// for: the stream and the counters move on as [`Reassembler::segment`] would move them,
+    /// without delivering anything.
+    pub fn pass_cut(&mut self, len: u32, captured: usize, at: At) {
+        let Some(next) = self.next else { return };
+        let (cap, len) = (captured as u64, u64::from(len));
+        self.available(at);
+        self.stats.delivered_bytes += cap;
+        self.stats.gaps += 1;
+        self.stats.gap_bytes += len.saturating_sub(cap);
+        self.next = Some(next + len);
+    }
+
+    /// [`Reassembler::peer_acked`] when nothing is held out of order (there is then nothing
+    /// to deliver, so no sink): returns false, changing nothing, if something is.
+    pub fn peer_acked_idle(&mut self, ack: u64) -> bool {
+        if !self.pending.is_empty() {
+            return false;
+        }
+        if let Some(next) = self.next
+            && ack > self.peer_ack
+            && ack.saturating_sub(next) <= MAX_ACK_JUMP
+        {
+            self.peer_ack = ack;
+        }
+        true
+    }
+
     /// The peer acknowledged up to `ack` in this direction's sequence space.
     pub fn peer_acked(&mut self, ack: u64, out: &mut dyn ByteSink) {
         let Some(next) = self.next else { return };
@@ -380,6 +416,34 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_segment_passed_leaves_what_delivering_it_leaves() {
+        let s = stream(400);
+        let (mut fed, mut passed) = (Reassembler::new(1 << 20), Reassembler::new(1 << 20));
+        let (mut rec_fed, mut rec_passed) = (Rec::default(), Rec::default());
+        fed.syn(0);
+        passed.syn(0);
+        fed.segment(1, 100, &s[..40], at(5), &mut rec_fed);
+        assert!(passed.continues_cut(1, 100, 40));
+        passed.pass_cut(100, 40, at(5));
+        assert_eq!(fed.stats(), passed.stats());
+        // Both go on from the same place, and date what follows alike (not before frame 5).
+        fed.segment(101, 100, &s[100..200], at(4), &mut rec_fed);
+        passed.segment(101, 100, &s[100..200], at(4), &mut rec_passed);
+        assert_eq!(rec_passed.out, rec_fed.out[100..]);
+        assert_eq!(rec_passed.frames, rec_fed.frames[2..]);
+        assert_eq!(fed.stats(), passed.stats());
+        // Only an in-order segment that was cut, with nothing held, continues that way.
+        assert!(!passed.continues_cut(201, 100, 100), "whole");
+        assert!(!passed.continues_cut(251, 100, 10), "beyond a hole");
+        assert!(!passed.continues_cut(101, 100, 10), "already delivered");
+        passed.segment(301, 100, &s[300..], at(3), &mut rec_passed);
+        assert!(
+            !passed.continues_cut(201, 100, 10),
+            "fills the hole before held data, which it releases"
+        );
+    }
+
+    #[test]
     fn acked_hole_is_a_capture_gap() {
         let s = stream(300);
         let mut r = Reassembler::new(1 << 20);
@@ -410,6 +474,25 @@ mod tests {
         r.segment(200, 100, &s[200..], at(4), &mut rec);
         assert_eq!(rec.out.len(), 300);
         assert_eq!(r.stats().gaps, 1);
+    }
+
+    #[test]
+    fn an_ack_with_nothing_held_needs_no_sink() {
+        let s = stream(410);
+        let mut r = Reassembler::new(1 << 20);
+        let mut rec = Rec::default();
+        r.segment(0, 100, &s[..100], at(1), &mut rec);
+        assert!(r.peer_acked_idle(300));
+        // As if `peer_acked` had taken it: the hole up to the ACK is declared at once.
+        r.segment(200, 100, &s[200..300], at(4), &mut rec);
+        assert_eq!(rec.out.len(), 300);
+        assert_eq!(r.stats().gaps, 1);
+        // With a segment held, the ACK may release it: it needs the sink.
+        r.segment(400, 10, &s[400..], at(5), &mut rec);
+        assert!(!r.peer_acked_idle(410));
+        assert_eq!(rec.out.len(), 300);
+        r.peer_acked(410, &mut rec);
+        assert_eq!(rec.out.len(), 410);
     }
 
     #[test]

@@ -231,14 +231,17 @@ pub struct Tracker<S> {
     retired: TrackerStats,
     /// Stream -> slot in `conns`.
     slots: FxHashMap<StreamId, usize>,
-    /// The last stream looked up and its slot: a segment's payload follows its row, and
-    /// bulk traffic repeats a stream, so this saves the hash lookup on the hot path.
-    last: Option<(StreamId, usize)>,
+    /// Recent streams and their slots ([`Recent`]): most segments need no hash lookup.
+    recent: Recent,
     /// Streams already judged not to be storage.
     skip: rustc_hash::FxHashSet<StreamId>,
     started: bool,
     last_ts: Option<tcpdx_wire::Timestamp>,
     sink: S,
+    /// Every segment takes the reassembly path: the reference [`skip_cut`] is tested
+    /// against.
+    #[cfg(test)]
+    no_skip: bool,
 }
 
 impl<S: StorageSink> Tracker<S> {
@@ -249,11 +252,13 @@ impl<S: StorageSink> Tracker<S> {
             conns: Vec::new(),
             retired: TrackerStats::default(),
             slots: FxHashMap::default(),
-            last: None,
+            recent: Recent::new(),
             skip: Default::default(),
             started: false,
             last_ts: None,
             sink,
+            #[cfg(test)]
+            no_skip: false,
         }
     }
 
@@ -288,18 +293,24 @@ impl<S: StorageSink> Tracker<S> {
 
     /// Removes the connection in `slot` if it is over (its stream is then skipped): memory
     /// follows the live connections, not every connection of the capture.
+    #[inline]
     fn retire_if_over(&mut self, slot: usize) {
-        if !self.conns.get(slot).is_some_and(Conn::is_over) {
-            return;
+        if self.conns.get(slot).is_some_and(Conn::is_over) {
+            self.retire(slot);
         }
+    }
+
+    /// Removes the connection in `slot` (out of line: once per connection).
+    #[inline(never)]
+    fn retire(&mut self, slot: usize) {
         let conn = self.conns.swap_remove(slot);
         self.retired.add(&conn);
         self.slots.remove(&conn.stream);
         self.skip.insert(conn.stream);
+        self.recent.set(conn.stream, SKIPPED);
         if let Some(moved) = self.conns.get(slot) {
             self.slots.insert(moved.stream, slot);
         }
-        self.last = None;
     }
 
     /// End of input: delivers buffered bytes, reports unanswered requests.
@@ -331,47 +342,86 @@ impl<S: StorageSink> Tracker<S> {
     }
 
     /// The slot of the connection's state, opened on its first segment if its port maps to
-    /// a parser; `None` if it is not storage. At most one hash lookup per segment of a
-    /// tracked connection, none when it repeats the last stream.
+    /// a parser; `None` if it is not storage. At most one hash lookup per segment, none when
+    /// the stream is in the recent cache.
+    #[inline]
     fn open(&mut self, a: &SegmentAnalysis) -> Option<usize> {
+        match self.recent.get(a.stream) {
+            Some(SKIPPED) => None,
+            // Checked: a slot moves when a connection before it is removed.
+            Some(slot) if self.conns.get(slot).is_some_and(|c| c.stream == a.stream) => Some(slot),
+            _ => self.open_slow(a),
+        }
+    }
+
+    /// [`Tracker::open`] past the recent cache (out of line: rare in bulk traffic).
+    #[inline(never)]
+    fn open_slow(&mut self, a: &SegmentAnalysis) -> Option<usize> {
         use std::collections::hash_map::Entry;
-        let slot = match self.last {
-            Some((s, slot)) if s == a.stream => slot,
-            _ => {
-                let slot = match self.slots.entry(a.stream) {
-                    Entry::Occupied(o) => *o.get(),
-                    Entry::Vacant(v) => {
-                        if self.skip.contains(&a.stream) {
-                            return None;
-                        }
-                        let Some(decoder) = self.cfg.decoder(a) else {
-                            self.skip.insert(a.stream);
-                            return None;
-                        };
-                        let max = self.cfg.max_outstanding;
-                        let state = match decoder {
-                            Decoder::Rpc => State::Rpc(RpcConn::new(max)),
-                            Decoder::Smb2 => State::Smb2(Smb2Conn::new(max)),
-                            Decoder::Iscsi => State::Iscsi(IscsiConn::new(max)),
-                        };
-                        let cap = self.cfg.reassembly_cap;
-                        self.conns.push(Conn {
-                            stream: a.stream,
-                            reasm: [Reassembler::new(cap), Reassembler::new(cap)],
-                            framers: [Framer::new(false), Framer::new(false)],
-                            data_seen: [false; 2],
-                            fin_at: [None; 2],
-                            state,
-                            finished: false,
-                        });
-                        *v.insert(self.conns.len() - 1)
-                    }
+        let slot = match self.slots.entry(a.stream) {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(v) => {
+                if self.skip.contains(&a.stream) {
+                    self.recent.set(a.stream, SKIPPED);
+                    return None;
+                }
+                let Some(decoder) = self.cfg.decoder(a) else {
+                    self.skip.insert(a.stream);
+                    self.recent.set(a.stream, SKIPPED);
+                    return None;
                 };
-                self.last = Some((a.stream, slot));
-                slot
+                let max = self.cfg.max_outstanding;
+                let state = match decoder {
+                    Decoder::Rpc => State::Rpc(RpcConn::new(max)),
+                    Decoder::Smb2 => State::Smb2(Smb2Conn::new(max)),
+                    Decoder::Iscsi => State::Iscsi(IscsiConn::new(max)),
+                };
+                let cap = self.cfg.reassembly_cap;
+                self.conns.push(Conn {
+                    stream: a.stream,
+                    reasm: [Reassembler::new(cap), Reassembler::new(cap)],
+                    framers: [Framer::new(false), Framer::new(false)],
+                    data_seen: [false; 2],
+                    fin_at: [None; 2],
+                    state,
+                    finished: false,
+                });
+                *v.insert(self.conns.len() - 1)
             }
         };
+        self.recent.set(a.stream, slot);
         Some(slot)
+    }
+}
+
+/// Streams in [`Recent`] (a power of two: a few hundred interleaved connections).
+const RECENT: usize = 256;
+/// A [`Recent`] slot meaning "not parsed" (final: a skipped stream is never parsed again).
+const SKIPPED: usize = usize::MAX;
+
+/// A direct-mapped cache of recent streams (by their low bits) and their slots in
+/// [`Tracker::conns`] or [`SKIPPED`]: bulk traffic interleaves a few dozen connections, and a
+/// hash lookup per segment was a fifth of the tracker's time. Stream numbers are dense, so
+/// the live connections rarely collide. A slot read from it must be checked against `conns`.
+#[derive(Debug)]
+struct Recent(Box<[(StreamId, usize); RECENT]>);
+
+impl Recent {
+    fn new() -> Self {
+        // Stream 0 in slot 0 would be right if it held anything: a check against `conns`
+        // tells.
+        Self(Box::new([(StreamId(0), 0); RECENT]))
+    }
+
+    fn get(&self, stream: StreamId) -> Option<usize> {
+        let (s, slot) = *self.0.get(stream.0 as usize % RECENT)?;
+        (s == stream).then_some(slot)
+    }
+
+    fn set(&mut self, stream: StreamId, slot: usize) {
+        if let Some(e) = self.0.get_mut(stream.0 as usize % RECENT) {
+            *e = (stream, slot);
+        }
     }
 }
 
@@ -414,6 +464,58 @@ fn with_bytes<S: StorageSink>(
     }
 }
 
+/// A segment the snap length cut, continuing a direction whose framing is lost: true if no
+/// message can start in its captured bytes, which are then only counted, as reassembly and
+/// framing would count them ([`Reassembler::continues_cut`], [`Framer::skip_cut`]); false,
+/// changing nothing, for any other segment. This keeps a bulk transfer captured with a short
+/// snap length, where nothing can be parsed, off the per-byte path, and leaves that state
+/// as soon as a full payload, a hole or a plausible message start shows.
+fn skip_cut<S: StorageSink>(
+    conn: &mut Conn,
+    a: &SegmentAnalysis,
+    payload: &[u8],
+    at: At,
+    sink: &mut S,
+) -> bool {
+    let captured = payload.get(..a.len as usize).unwrap_or(payload);
+    let Conn {
+        reasm,
+        framers,
+        state,
+        ..
+    } = conn;
+    let (dir, stream, len) = (a.dir, a.stream, u64::from(a.len));
+    let r = dir.of_mut(reasm);
+    if !r.continues_cut(a.seq, a.len, captured.len()) {
+        return false;
+    }
+    let framer = dir.of_mut(framers);
+    // One arm per protocol, as in `with_bytes`.
+    macro_rules! skip {
+        ($handler:ident, $c:expr) => {
+            framer.skip_cut(
+                captured,
+                len,
+                &$handler {
+                    conn: $c,
+                    dir,
+                    stream,
+                    sink,
+                },
+            )
+        };
+    }
+    let skipped = match state {
+        State::Rpc(c) => skip!(RpcDir, c),
+        State::Smb2(c) => skip!(Smb2Dir, c),
+        State::Iscsi(c) => skip!(IscsiDir, c),
+    };
+    if skipped {
+        r.pass_cut(a.len, captured.len(), at);
+    }
+    skipped
+}
+
 impl<S: StorageSink> EventSink for Tracker<S> {
     fn segment_detail(&mut self, a: &SegmentAnalysis, _d: &SegmentDetail) {
         if !self.started {
@@ -437,9 +539,12 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         }
         if flags.ack() {
             let rev = a.dir.rev();
-            with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
-                r.peer_acked(a.ack, out)
-            });
+            // Nearly always nothing is held out of order: no parser to set up then.
+            if !rev.of_mut(&mut conn.reasm).peer_acked_idle(a.ack) {
+                with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
+                    r.peer_acked(a.ack, out)
+                });
+            }
         }
         if flags.fin() {
             *a.dir.of_mut(&mut conn.fin_at) = Some(a.seq + u64::from(a.len));
@@ -463,9 +568,15 @@ impl<S: StorageSink> EventSink for Tracker<S> {
             frame: a.frame,
             ts: a.ts,
         };
-        with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
-            r.segment(a.seq, a.len, payload, at, out)
-        });
+        #[cfg(test)]
+        let skip = !self.no_skip;
+        #[cfg(not(test))]
+        let skip = true;
+        if !(skip && skip_cut(conn, a, payload, at, &mut self.sink)) {
+            with_bytes(conn, a.dir, stream, &mut self.sink, |r, out| {
+                r.segment(a.seq, a.len, payload, at, out)
+            });
+        }
         self.retire_if_over(slot);
     }
 }

@@ -73,6 +73,12 @@ impl FlowKey {
         (key, src_lo)
     }
 
+    /// The lower endpoint's port (high half) and the higher endpoint's (low half).
+    #[inline]
+    pub(crate) fn ports(&self) -> u32 {
+        self.ports
+    }
+
     /// The lower endpoint.
     pub fn lo(&self) -> Endpoint {
         let [lo, _] = self.addrs;

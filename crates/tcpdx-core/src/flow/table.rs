@@ -27,10 +27,59 @@ pub enum Lookup {
 pub struct FlowTable {
     map: HashMap<FlowKey, usize, BuildHasherDefault<FxHasher>>,
     next_stream: u32,
-    /// The last key found and its slot: consecutive segments often belong to the same
-    /// connection, and comparing one key is cheaper than probing the map. Cleared by every
-    /// change to the map.
-    last: Cell<Option<(FlowKey, usize)>>,
+    /// Keys found recently and their slots, by their ports ([`Recent::index`]): bulk
+    /// traffic interleaves dozens of connections, and comparing one key is cheaper than
+    /// probing the map. An entry is always the map's answer for its key: every change to
+    /// the map updates the entry of the key changed.
+    recent: Recent,
+}
+
+/// Entries of [`FlowTable::recent`] (a power of two).
+const RECENT: usize = 256;
+
+/// A key and its slot, or nothing.
+type Entry = Cell<Option<(FlowKey, usize)>>;
+
+/// A direct-mapped cache of keys and their slots.
+#[derive(Debug)]
+struct Recent(Box<[Entry; RECENT]>);
+
+impl Default for Recent {
+    fn default() -> Self {
+        Self(Box::new([const { Cell::new(None) }; RECENT]))
+    }
+}
+
+impl Recent {
+    /// The entry of `key`: its two ports folded (the connections of one host pair, or of
+    /// one server, differ by their ports).
+    #[inline]
+    fn entry(&self, key: &FlowKey) -> Option<&Entry> {
+        let p = key.ports();
+        self.0.get((p ^ p >> 16) as usize % RECENT)
+    }
+
+    #[inline]
+    fn get(&self, key: &FlowKey) -> Option<usize> {
+        match self.entry(key)?.get() {
+            Some((k, slot)) if k == *key => Some(slot),
+            _ => None,
+        }
+    }
+
+    fn set(&self, key: FlowKey, slot: usize) {
+        if let Some(e) = self.entry(&key) {
+            e.set(Some((key, slot)));
+        }
+    }
+
+    fn forget(&self, key: &FlowKey) {
+        if let Some(e) = self.entry(key)
+            && e.get().is_some_and(|(k, _)| k == *key)
+        {
+            e.set(None);
+        }
+    }
 }
 
 impl FlowTable {
@@ -41,14 +90,12 @@ impl FlowTable {
     /// Looks up the current connection of `key`.
     #[inline]
     pub fn lookup(&self, key: &FlowKey) -> Lookup {
-        if let Some((k, slot)) = self.last.get()
-            && k == *key
-        {
+        if let Some(slot) = self.recent.get(key) {
             return Lookup::Existing(slot);
         }
         match self.map.get(key) {
             Some(&slot) => {
-                self.last.set(Some((*key, slot)));
+                self.recent.set(*key, slot);
                 Lookup::Existing(slot)
             }
             None => Lookup::Missing,
@@ -57,7 +104,7 @@ impl FlowTable {
     /// Binds `key` to `slot` (a new connection, possibly replacing a reused one) and
     /// returns the new connection's stream index.
     pub fn bind(&mut self, key: FlowKey, slot: usize) -> StreamId {
-        self.last.set(None);
+        self.recent.set(key, slot);
         self.map.insert(key, slot);
         let id = StreamId(self.next_stream);
         // 2^32 connections would take a capture of hundreds of GB; saturate rather than wrap.
@@ -67,12 +114,12 @@ impl FlowTable {
     /// Binds `key` to `slot` for a connection that keeps its stream index (resumed after
     /// eviction).
     pub fn rebind(&mut self, key: FlowKey, slot: usize) {
-        self.last.set(None);
+        self.recent.set(key, slot);
         self.map.insert(key, slot);
     }
     /// Forgets `key` (its connection was evicted).
     pub fn unbind(&mut self, key: &FlowKey) {
-        self.last.set(None);
+        self.recent.forget(key);
         self.map.remove(key);
     }
     /// Number of 4-tuples bound.
@@ -103,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn the_last_key_cache_follows_every_change() {
+    fn the_recent_key_cache_follows_every_change() {
         let mut t = FlowTable::new();
         assert_eq!(t.lookup(&key(1)), Lookup::Missing);
         assert_eq!(t.bind(key(1), 0), StreamId(0));
@@ -122,5 +169,26 @@ mod tests {
         t.unbind(&key(1));
         assert_eq!(t.lookup(&key(1)), Lookup::Missing);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn keys_sharing_a_cache_entry_keep_their_slots() {
+        // Ports 1 and 257 fold to the same entry.
+        let mut t = FlowTable::new();
+        t.bind(key(1), 0);
+        t.bind(key(257), 1);
+        for _ in 0..2 {
+            assert_eq!(t.lookup(&key(1)), Lookup::Existing(0));
+            assert_eq!(t.lookup(&key(257)), Lookup::Existing(1));
+        }
+        // Forgetting one leaves the other, whichever the entry holds.
+        t.unbind(&key(1));
+        assert_eq!(t.lookup(&key(1)), Lookup::Missing);
+        assert_eq!(t.lookup(&key(257)), Lookup::Existing(1));
+        t.bind(key(1), 2);
+        assert_eq!(t.lookup(&key(257)), Lookup::Existing(1));
+        t.unbind(&key(257));
+        assert_eq!(t.lookup(&key(257)), Lookup::Missing);
+        assert_eq!(t.lookup(&key(1)), Lookup::Existing(2));
     }
 }

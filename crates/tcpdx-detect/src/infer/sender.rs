@@ -537,7 +537,7 @@ impl SenderState {
         }
         // Lone segment: the only one sent since the receiver's last ACK.
         self.segs_since_ack += 1;
-        self.lone = (self.segs_since_ack == 1).then_some(Lone {
+        self.lone = (self.segs_since_ack == 1).then(|| Lone {
             frame: a.frame.0,
             ts,
             end,
@@ -941,6 +941,10 @@ impl SenderState {
     /// Retransmissions this cumulative ACK covers: spurious if it came too early to be
     /// answering them (only when the ACK is not also the first after a timeout).
     fn check_early_acks(&mut self, a: &SegmentAnalysis) {
+        // Nearly always nothing was retransmitted: no walk to set up.
+        if self.pending_retx.is_empty() {
+            return;
+        }
         let Some(down) = self.downstream_rtt_min else {
             self.pending_retx.retain(|x| x.end > a.ack);
             return;

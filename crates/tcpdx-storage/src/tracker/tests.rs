@@ -1,5 +1,5 @@
 use tcpdx_core::{Analyzer, AnalyzerConfig};
-use tcpdx_testkit::{Script, ScriptConfig, nfs};
+use tcpdx_testkit::{ACK_SEG, DATA_SEG, Payload, Script, ScriptConfig, SegSpec, nfs};
 
 use super::*;
 use crate::transaction::Collect;
@@ -14,8 +14,14 @@ fn nfs() -> Script {
 
 /// Runs `t` through an analyzer into a tracker; returns the tracker before `finish`.
 fn track(t: &Script) -> Tracker<Collect> {
+    track_with(t, false)
+}
+
+/// [`track`], with every segment on the reassembly path if `no_skip`.
+fn track_with(t: &Script, no_skip: bool) -> Tracker<Collect> {
     let mut analyzer = Analyzer::new(AnalyzerConfig::default());
     let mut tracker = Tracker::new(StorageConfig::default(), Collect::default());
+    tracker.no_skip = no_skip;
     for f in t.frames() {
         analyzer.handle_frame(&f.as_frame(), &mut tracker);
     }
@@ -64,4 +70,168 @@ fn a_connection_with_one_fin_is_kept() {
     t.at_ms(40).fin_from_client();
     let tracker = track(&t);
     assert_eq!(tracker.conns.len(), 1);
+}
+
+/// NFS reads whose replies come in segments of random sizes, most cut by the snap length
+/// (anywhere from the whole payload to none of it), some lost before the capture point (a
+/// hole), some swapped with the next one (a hole its successor fills), some behind junk that
+/// loses the framing; the client acknowledges after each reply. Deterministic for a `seed`.
+fn cut_replies(seed: u64) -> Script {
+    let mut x = seed;
+    let mut rand = move |n: u64| {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % n
+    };
+    let mut t = nfs();
+    t.handshake();
+    for xid in 0..80u32 {
+        let ms = 20.0 + f64::from(xid);
+        let count = 1 + rand(6000) as u32;
+        t.at_ms(ms).client_sends_bytes(&nfs::read_call(xid, count));
+        let mut reply: Vec<u8> = (0..rand(4) * rand(50)).map(|_| rand(256) as u8).collect();
+        reply.extend(nfs::read_reply(xid, count));
+        let mut segs = Vec::new();
+        let mut seq = t.next_seq(tcpdx_testkit::Dir::ServerToClient);
+        for seg in reply.chunks(1 + rand(1448) as usize) {
+            segs.push((seq, seg.to_vec()));
+            seq += seg.len() as u32;
+        }
+        let mut i = 0;
+        while i < segs.len() {
+            let order = if i + 1 < segs.len() && rand(8) == 0 {
+                vec![i + 1, i]
+            } else {
+                vec![i]
+            };
+            i += order.len();
+            for k in order {
+                let (seq, bytes) = segs[k].clone();
+                let sent = t.at_ms(ms + 0.5).server(SegSpec {
+                    seq,
+                    payload: Payload::Bytes(bytes),
+                    ..DATA_SEG
+                });
+                match rand(10) {
+                    0 => sent.not_captured(),
+                    // 66 bytes of headers (Ethernet, IPv4, TCP with timestamps), then 0 to
+                    // 99 bytes of payload.
+                    1..=7 => drop(sent.snaplen(66 + rand(100) as u32)),
+                    _ => {}
+                }
+            }
+        }
+        t.at_ms(ms + 0.7).client(ACK_SEG);
+    }
+    t
+}
+
+/// What a tracker saw: its output and every counter of reassembly and framing.
+fn outcome(mut tracker: Tracker<Collect>) -> impl PartialEq + fmt::Debug {
+    let framers: Vec<_> = tracker
+        .conns
+        .iter()
+        .flat_map(|c| c.framers.iter().map(Framer::stats))
+        .collect();
+    tracker.finish();
+    let stats = tracker.stats();
+    let got = tracker.into_sink();
+    (got.transactions, got.notices, got.requests, stats, framers)
+}
+
+#[test]
+fn cut_segments_skipped_give_what_reassembly_gives() {
+    for seed in 0..8 {
+        let t = cut_replies(seed);
+        let fast = outcome(track_with(&t, false));
+        let reference = outcome(track_with(&t, true));
+        assert_eq!(fast, reference, "seed {seed}");
+    }
+}
+
+#[test]
+fn streams_sharing_a_cache_entry_keep_their_verdicts() {
+    // Streams 0 (not storage) and 256 (NFS) share an entry of the recent-stream cache and
+    // interleave; the 255 NFS connections between them close.
+    let mut t = Script::with(ScriptConfig {
+        server_port: 80,
+        ..ScriptConfig::DEFAULT
+    });
+    let web = t.conn();
+    t.at_ms(1).handshake();
+    let mut ids = Vec::new();
+    for i in 1..=256u16 {
+        ids.push(t.add_connection(ScriptConfig {
+            client_port: 40000 + i,
+            server_port: 2049,
+            ..ScriptConfig::DEFAULT
+        }));
+        t.at_ms(2).handshake();
+    }
+    let nfs = ids[255];
+    for &id in &ids[..255] {
+        t.on(id).at_ms(3).fin_from_client();
+        t.at_ms(3).fin_from_server();
+    }
+    for xid in 0..4 {
+        let ms = 10 + 10 * xid;
+        t.on(web)
+            .at_ms(ms)
+            .client_sends_bytes(&nfs::read_call(xid, 10));
+        t.on(nfs)
+            .at_ms(ms)
+            .client_sends_bytes(&nfs::read_call(xid, 20));
+        t.on(web)
+            .at_ms(ms + 1)
+            .server_sends_bytes(&nfs::read_reply(xid, 10));
+        t.on(nfs)
+            .at_ms(ms + 1)
+            .server_sends_bytes(&nfs::read_reply(xid, 20));
+    }
+    let mut tracker = track(&t);
+    assert_eq!(tracker.conns.len(), 1, "the closed ones are removed");
+    tracker.finish();
+    let got = tracker.into_sink();
+    let answered: Vec<_> = got
+        .transactions
+        .iter()
+        .map(|x| (x.stream.0, x.reply.is_some()))
+        .collect();
+    assert_eq!(answered, [(256, true); 4]);
+}
+
+#[test]
+fn a_slot_moved_by_a_removal_is_not_read_from_the_cache() {
+    // Streams 0, 1, 2 in slots 0, 1, 2; stream 0 is over and removed, stream 2 moves to
+    // slot 0 and stream 3 opens in slot 2, where the cache still places stream 2.
+    let mut t = nfs();
+    let mut ids = vec![t.conn()];
+    for i in 1..4u16 {
+        let mut cfg = t.config().clone();
+        cfg.client_port = 40000 + i;
+        ids.push(t.add_connection(cfg));
+    }
+    for &id in &ids[..3] {
+        t.on(id).at_ms(1).handshake();
+    }
+    t.on(ids[0]).at_ms(2).fin_from_client();
+    t.at_ms(2).fin_from_server();
+    t.on(ids[3]).at_ms(3).handshake();
+    for (xid, &id) in ids[2..].iter().enumerate() {
+        let xid = xid as u32;
+        t.on(id)
+            .at_ms(10)
+            .client_sends_bytes(&nfs::read_call(xid, 10));
+        t.at_ms(11).server_sends_bytes(&nfs::read_reply(xid, 10));
+    }
+    let mut tracker = track(&t);
+    tracker.finish();
+    let got = tracker.into_sink();
+    let answered: Vec<_> = got
+        .transactions
+        .iter()
+        .map(|x| (x.stream.0, x.reply.is_some()))
+        .collect();
+    assert_eq!(answered, [(2, true), (3, true)]);
 }
