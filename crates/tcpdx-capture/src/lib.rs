@@ -13,7 +13,7 @@
 //!   [`CaptureWarning`] naming the offset (see `warnings()`).
 //! - Memory is bounded: one record at a time, whatever the file size.
 //! - `next_frame_at()` + `share_buffer()`: the same frames as positions in a buffer that
-//!   other threads may hold and read (the multi-core driver's workers decode them there).
+//!   other threads may hold and read (the multi-core driver's workers read payloads there).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), tcpdx_capture::CaptureError> {
@@ -246,7 +246,7 @@ impl CaptureReader {
             return Ok(None);
         };
         // The parsers check that the record holds its captured bytes.
-        let data = self.window.buffer().get(f.range()).unwrap_or_default();
+        let data = self.bytes_of(&f);
         Ok(Some(Frame {
             no: f.no,
             ts: f.ts,
@@ -323,6 +323,12 @@ impl CaptureReader {
                 }
             }
         }
+    }
+
+    /// The captured bytes of `f`, the frame last handed out by [`Self::next_frame_at`].
+    #[inline]
+    pub fn bytes_of(&self, f: &FrameAt) -> &[u8] {
+        self.window.buffer().get(f.range()).unwrap_or_default()
     }
 
     /// The buffer the frame last handed out by [`Self::next_frame_at`] lies in. The reader

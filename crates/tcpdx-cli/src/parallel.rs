@@ -1,39 +1,32 @@
 //! Multi-core analysis.
 //!
-//! A reader thread reads the capture and hands out batches of frames as they lie in its
-//! buffers ([`CaptureReader::next_frame_at`], [`CaptureReader::share_buffer`]): no frame is
-//! decoded or copied there. Every one of the N workers walks every batch; each frame belongs
-//! to the worker picked by a hash of its connection's 4-tuple, read cheaply for the common
-//! Ethernet/IPv4/TCP frame ([`fast_tcp_tuple`]) and by a full decode otherwise, so all
-//! workers agree on the owner; the owner decodes and analyses it. Every worker sees every
-//! frame, so each runs the single analyzer's expiry sweeps, and the single diagnoser's looks
-//! for closed connections, at the same frames itself. The caller's thread merges the
-//! workers' output back into capture order; workers number streams locally and the merge
-//! renumbers them in order of first appearance, which is how a single analyzer numbers them,
-//! so every output is identical whatever the thread count
+//! A reader thread reads and decodes frames ([`FrameInput::from_view`]) and routes each to
+//! one of N worker analyzers by a hash of its connection's 4-tuple, in batches. The
+//! caller's thread merges the workers' output back into capture order. Workers number
+//! streams locally; the merge renumbers them in order of first appearance, which is how a
+//! single analyzer numbers them, and broadcasts the single analyzer's expiry sweeps to every
+//! worker at the same frames, so every output is identical whatever the thread count
 //! (crates/tcpdx-cli/tests/threads.rs checks it).
 //!
 //! `diagnose` and `srt` ([`Plan::Diagnose`], [`Plan::Storage`]) run the per-connection work
 //! in the workers too: each has its own TCP diagnoser and storage tracker beside its
-//! analyzer, which read the payloads where they lie. The trackers' events are recorded and
-//! replayed on the merging thread in capture order, and the diagnosers' listings are
-//! renumbered and merged at the end ([`tcpdx_detect::Listing`]), so the result is the
-//! single-thread one.
-//!
-//! Why not a reader that decodes and routes: it cost as much per frame as a worker's
-//! analysis of `events`, and the decoded frames crossing cores cost more, so two workers
-//! ran `events` and `flows` only 1.2-1.4x faster than one.
+//! analyzer. The reader passes them the payloads the storage parsers may read: short ones
+//! copied into the batch, long ones (full frames) where they lie in its read buffer, which
+//! it shares with the batch instead of copying ([`CaptureReader::share_buffer`]).
+//! The trackers' events are recorded and replayed on the merging thread in capture order,
+//! and the diagnosers' listings are renumbered and merged at the end
+//! ([`tcpdx_detect::Listing`]); their looks for closed connections are broadcast at the
+//! segments where a single diagnoser would look, so the result is the single-thread one.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use anyhow::Result;
-use tcpdx_capture::{CaptureError, CaptureReader, FrameAt};
+use tcpdx_capture::{CaptureError, CaptureReader};
 use tcpdx_core::{
-    Analyzer, AnalyzerConfig, Endpoint, EventSink, FlowSummary, FrameInput, InputStats,
+    Analyzer, AnalyzerConfig, EventSink, FlowKey, FlowSummary, FrameInput, InputStats,
     SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
 use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing, Spill};
@@ -43,7 +36,7 @@ use tcpdx_storage::{
     Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
     Transaction,
 };
-use tcpdx_wire::{FrameNo, LinkType, Timestamp, decode, fast_tcp_tuple};
+use tcpdx_wire::{FrameNo, Timestamp, decode};
 
 use crate::progress::Progress;
 
@@ -51,9 +44,9 @@ use crate::progress::Progress;
 const BATCH: usize = 4096;
 /// Batches in flight per channel (bounds memory whatever the capture holds).
 const DEPTH: usize = 4;
-/// Captured bytes per batch: a batch is sent early when its frames hold this much, so the
-/// buffers the batches in flight keep alive stay few (4096 full 9000-byte frames would
-/// keep 37 MB of buffers alive per batch), and the reader's spare buffers are reused.
+/// Payload bytes a batch refers to (all workers): a batch is sent early when its payloads
+/// hold this much, so that the reader's buffers the batches in flight keep alive stay few
+/// (4096 full 9000-byte frames would keep 37 MB of them alive per batch).
 const BATCH_BYTES: usize = 2 << 20;
 
 /// What the workers send back per segment, chosen by the command.
@@ -84,41 +77,60 @@ impl Plan {
     }
 }
 
-/// A frame of a batch: the record's fields and where its bytes are in the batch's buffers.
-struct Meta {
-    no: FrameNo,
-    ts: Timestamp,
-    orig_len: u32,
-    link: LinkType,
-    /// Index in [`Batch::bufs`].
-    buf: u16,
-    /// The worker that owns it, if the reader could tell ([`fast_owner`]; else
-    /// [`UNKNOWN`]: every worker decodes it to know).
-    owner: u8,
-    /// A TCP segment the diagnoser counts (when `owner` is known).
-    diagnosed: bool,
-    start: usize,
-    len: usize,
+enum Work {
+    Origin(Timestamp),
+    /// A frame, and where its payload lies in the batch's buffers (empty if not passed).
+    Input(FrameInput, Payload),
+    Sweep(Timestamp),
+    /// Look for closed connections in the diagnosers.
+    DiagnoserSweep(Timestamp),
 }
 
-/// [`Meta::owner`] when the reader could not tell.
-const UNKNOWN: u8 = u8::MAX;
+/// Where a segment's captured payload is: `len` bytes from `start` of the batch's buffer
+/// `buf`, or of its copied bytes when `buf` is [`COPIED`] (buffers are far below 4 GiB: a
+/// record at most).
+#[derive(Clone, Copy, Default)]
+struct Payload {
+    buf: u32,
+    start: u32,
+    len: u32,
+}
 
-/// Consecutive frames, as they lie in the reader's buffers; every worker reads all of it.
+/// [`Payload::buf`] of a payload copied into [`Batch::bytes`].
+const COPIED: u32 = u32::MAX;
+
+/// Payloads from this size on are read by the workers where they lie in the reader's
+/// buffer; shorter ones are copied. Sharing a buffer makes the reader move to another one
+/// for its next reads (a cold one: the copy from the page cache then runs slower), which
+/// only pays when the copies it saves are large (full jumbo frames: 20% of a `diagnose`
+/// run, where headers cut by the snap length cost 15% more when shared).
+const SHARE_FROM: usize = 512;
+
+/// One worker's share of a batch of frames.
 #[derive(Default)]
 struct Batch {
-    /// The buffers the frames lie in (the reader no longer writes into them).
+    work: Vec<Work>,
+    /// Short payloads of the segments the storage parsers may read.
+    bytes: Vec<u8>,
+    /// The reader's buffers the long payloads lie in (shared: the reader no longer writes
+    /// into them).
     bufs: Vec<Arc<Vec<u8>>>,
-    frames: Vec<Meta>,
+    /// The reader buffer that `bufs`' last one is ([`FrameAt::buffer`]).
+    last_buf: Option<u64>,
 }
 
 impl Batch {
-    /// The captured bytes of `m`.
-    fn data(&self, m: &Meta) -> &[u8] {
-        self.bufs
-            .get(usize::from(m.buf))
-            .and_then(|b| b.get(m.start..m.start + m.len))
-            .unwrap_or_default()
+    /// The bytes of `p`.
+    fn payload(&self, p: Payload) -> &[u8] {
+        let (start, end) = (p.start as usize, p.start as usize + p.len as usize);
+        let from = if p.buf == COPIED {
+            self.bytes.get(start..end)
+        } else {
+            self.bufs
+                .get(p.buf as usize)
+                .and_then(|b| b.get(start..end))
+        };
+        from.unwrap_or_default()
     }
 }
 
@@ -141,14 +153,10 @@ struct RowMeta {
     end: u32,
 }
 
-/// One worker's output for one batch: `owned[k]` is the index in the batch of the k-th frame
-/// it analysed, `ends[k]` where that frame's items and rows end (a frame's items come
-/// before its row).
+/// One worker's output for one batch: `ends[i]` is where the items and the rows of its
+/// i-th frame end (a frame's items come before its row).
 #[derive(Default)]
 struct BatchOut {
-    /// Frames in the batch.
-    frames: usize,
-    owned: Vec<u32>,
     items: Vec<Out>,
     row_meta: Vec<RowMeta>,
     ends: Vec<(usize, usize)>,
@@ -211,6 +219,8 @@ impl StorageSink for WorkerStorage {
 pub struct ReaderEnd {
     /// The reader (for its warnings).
     pub reader: CaptureReader,
+    /// Counters of the frames no worker saw.
+    pub stats: InputStats,
     /// First frame's time.
     pub first_ts: Option<Timestamp>,
     /// The read error that ended the input early, if any.
@@ -256,14 +266,13 @@ pub struct Job<'a> {
     pub progress: Option<Progress>,
 }
 
-/// The single analyzer's and diagnoser's periodic work, which every worker runs at the
-/// same frames.
-#[derive(Clone)]
-struct Sweeps {
-    /// The analyzer sweeps after every this many frames.
-    every: u64,
-    /// `diagnose`: the diagnoser looks for closed connections after every
-    /// `CLOSED_SWEEP_EVERY` segments it is fed, those between these ports (all if empty).
+/// What the reader does besides routing frames.
+struct Routing {
+    sweep_every: u64,
+    /// Copy the payloads these parsers may read.
+    payloads: Option<StorageConfig>,
+    /// Count the segments a diagnoser sees (these ports, all if empty) to broadcast its
+    /// sweeps.
     diagnoser_ports: Option<Vec<u16>>,
 }
 
@@ -272,36 +281,16 @@ fn port_ok(ports: &[u16], a: u16, b: u16) -> bool {
     ports.is_empty() || ports.contains(&a) || ports.contains(&b)
 }
 
-/// The worker of a connection between `a` and `b` (address folded by [`fold`], port):
-/// both directions hash alike, and a frame's tuple read by the fast path and by a full
-/// decode give the same worker. Written for the walk every worker makes over every frame:
-/// a few instructions, where building a `FlowKey` cost several times more.
-#[inline]
-fn worker_of((a, pa): (u64, u16), (b, pb): (u64, u16), n: usize) -> usize {
-    let ka = (a << 16) | u64::from(pa);
-    let kb = (b << 16) | u64::from(pb);
-    let (lo, hi) = if ka < kb { (ka, kb) } else { (kb, ka) };
-    // Mixed fully, so that sequential addresses and ports (a few bulk transfers) still
-    // spread evenly; multiply-shift: the high bits pick the worker, no division.
-    let h = mix(lo.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ hi);
-    ((u128::from(h) * n as u128) >> 64) as usize
-}
-
-/// An address as [`worker_of`] takes it (IPv6 folded to 64 bits: only the spread matters).
-#[inline]
-fn fold(addr: IpAddr) -> u64 {
-    match addr {
-        IpAddr::V4(a) => u64::from(u32::from(a)),
-        IpAddr::V6(a) => {
-            let x = u128::from(a);
-            (x as u64) ^ ((x >> 64) as u64)
-        }
-    }
-}
-
-/// [`worker_of`] for two endpoints.
-fn worker_of_endpoints(src: Endpoint, dst: Endpoint, n: usize) -> usize {
-    worker_of((fold(src.addr), src.port), (fold(dst.addr), dst.port), n)
+/// The worker of a connection: both directions hash alike.
+fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
+    let (FrameInput::Segment(s) | FrameInput::Partial(s)) = input else {
+        return None;
+    };
+    // The canonical key is the same for both directions; mixed fully, so that sequential
+    // addresses and ports (a few bulk transfers) still spread evenly.
+    let (key, _) = FlowKey::new(s.src, s.dst);
+    // Multiply-shift: the high bits of the mixed word pick the worker, no division.
+    Some(((u128::from(mix(key.word())) * n as u128) >> 64) as usize)
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.
@@ -313,30 +302,44 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 33)
 }
 
-/// Reads frames into batches that every worker (`workers`) reads; `recycled` hands back
-/// the vectors of batches the workers are done with.
-fn read_and_share(
+fn read_and_route(
     mut reader: CaptureReader,
-    workers: Vec<SyncSender<Arc<Batch>>>,
+    workers: Vec<SyncSender<Batch>>,
     recycled: Receiver<Batch>,
-    diagnoser_ports: Option<&[u16]>,
+    routes: SyncSender<Vec<u8>>,
     stop: &AtomicBool,
     progress: Option<Progress>,
+    routing: Routing,
 ) -> ReaderEnd {
     let n = workers.len();
+    let fresh = || Batch {
+        work: Vec::with_capacity(BATCH),
+        ..Batch::default()
+    };
+    let mut bufs: Vec<Batch> = (0..n).map(|_| fresh()).collect();
+    let mut route: Vec<u8> = Vec::with_capacity(BATCH);
+    let mut stats = InputStats::default();
     let mut first_ts = None;
     let mut error = None;
+    let mut since_sweep = 0u64;
+    let mut since_diag_sweep = 0u32;
+    let mut in_batch = 0usize;
+    let mut batch_bytes = 0usize;
     let mut frames = 0u64;
-    let mut batch = Batch::default();
-    // The buffer of the batch's last frame.
-    let mut buffer = None;
-    let mut bytes = 0usize;
-    let send = |batch: Batch| -> bool {
-        let batch = Arc::new(batch);
-        workers.iter().all(|tx| tx.send(Arc::clone(&batch)).is_ok())
+    let flush = |bufs: &mut Vec<Batch>, route: &mut Vec<u8>| -> bool {
+        for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
+            // Reuse the vectors workers hand back: a fresh large one per batch costs page faults.
+            let next = recycled.try_recv().unwrap_or_else(|_| fresh());
+            if tx.send(std::mem::replace(buf, next)).is_err() {
+                return false;
+            }
+        }
+        routes
+            .send(std::mem::replace(route, Vec::with_capacity(BATCH)))
+            .is_ok()
     };
     loop {
-        let f: FrameAt = match reader.next_frame_at() {
+        let frame = match reader.next_frame_at() {
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
@@ -344,57 +347,120 @@ fn read_and_share(
                 break;
             }
         };
-        first_ts.get_or_insert(f.ts);
-        if buffer != Some(f.buffer) {
-            // The batch keeps the buffer alive, so the reader writes into another one.
-            batch.bufs.push(reader.share_buffer());
-            buffer = Some(f.buffer);
-        }
-        let data = batch
-            .bufs
-            .last()
-            .and_then(|b| b.get(f.range()))
-            .unwrap_or_default();
-        let (owner, diagnosed) = match fast_owner(f.link, data, f.orig_len, n) {
-            Some((w, (a, b))) => (w, diagnoser_ports.is_some_and(|p| port_ok(p, a, b))),
-            None => (UNKNOWN, false),
+        let (input, worker, mut at, long) = {
+            let data = reader.bytes_of(&frame);
+            let view = decode(frame.link, data, frame.orig_len);
+            let input = FrameInput::from_view(frame.no, frame.ts, &view);
+            let worker = worker_of(&input, n);
+            // The storage parsers' payload: copied if short, else its range in the buffer.
+            let mut at = Payload::default();
+            let mut long = None;
+            if let (Some(cfg), FrameInput::Segment(seg), Some(tcp), Some(w)) =
+                (&routing.payloads, &input, view.tcp, worker)
+                && !tcp.payload.is_empty()
+                && cfg.may_parse(seg.src.port, seg.dst.port)
+            {
+                batch_bytes += tcp.payload.len();
+                if tcp.payload.len() < SHARE_FROM {
+                    let b = &mut bufs[w];
+                    at = Payload {
+                        buf: COPIED,
+                        start: b.bytes.len() as u32,
+                        len: tcp.payload.len() as u32,
+                    };
+                    b.bytes.extend_from_slice(tcp.payload);
+                } else {
+                    // The payload is a part of the frame's bytes.
+                    let offset = tcp.payload.as_ptr().addr() - data.as_ptr().addr();
+                    long = Some((frame.start + offset, tcp.payload.len()));
+                }
+            }
+            (input, worker, at, long)
         };
-        batch.frames.push(Meta {
-            no: f.no,
-            ts: f.ts,
-            orig_len: f.orig_len,
-            link: f.link,
-            // BATCH_BYTES keeps a batch's buffers far below 65,536.
-            buf: u16::try_from(batch.bufs.len() - 1).unwrap_or(u16::MAX),
-            owner,
-            diagnosed,
-            start: f.start,
-            len: f.len,
-        });
-        bytes += f.len;
+        let ts = input.ts();
+        if first_ts.is_none() {
+            first_ts = Some(ts);
+            for b in &mut bufs {
+                b.work.push(Work::Origin(ts));
+            }
+        }
+        match worker {
+            Some(w) => {
+                let b = &mut bufs[w];
+                if let Some((start, len)) = long {
+                    if b.last_buf != Some(frame.buffer) {
+                        // The batch keeps the buffer alive: the reader writes into another.
+                        b.bufs.push(reader.share_buffer());
+                        b.last_buf = Some(frame.buffer);
+                    }
+                    // Buffers are far below 4 GiB (a record at most); a batch holds few.
+                    at = Payload {
+                        buf: (b.bufs.len() - 1) as u32,
+                        start: start as u32,
+                        len: len as u32,
+                    };
+                }
+                let diagnosed = match (&routing.diagnoser_ports, &input) {
+                    (Some(ports), FrameInput::Segment(seg)) => {
+                        port_ok(ports, seg.src.port, seg.dst.port)
+                    }
+                    _ => false,
+                };
+                b.work.push(Work::Input(input, at));
+                route.push(w as u8);
+                // A single diagnoser looks for closed connections after every
+                // `CLOSED_SWEEP_EVERY` segments it is fed: every one looks at the same one.
+                if diagnosed {
+                    since_diag_sweep += 1;
+                    if since_diag_sweep >= CLOSED_SWEEP_EVERY {
+                        since_diag_sweep = 0;
+                        for b in &mut bufs {
+                            b.work.push(Work::DiagnoserSweep(ts));
+                        }
+                    }
+                }
+            }
+            None => {
+                if let FrameInput::Other {
+                    fragment,
+                    undecodable,
+                    ..
+                } = input
+                {
+                    stats.frames += 1;
+                    stats.fragments += u64::from(fragment);
+                    stats.undecodable += u64::from(undecodable);
+                }
+            }
+        }
+        // The single analyzer sweeps after every `sweep_every` frames: same frames here.
+        since_sweep += 1;
+        if since_sweep >= routing.sweep_every {
+            since_sweep = 0;
+            for b in &mut bufs {
+                b.work.push(Work::Sweep(ts));
+            }
+        }
+        in_batch += 1;
         frames += 1;
-        if batch.frames.len() >= BATCH || bytes >= BATCH_BYTES {
+        if in_batch >= BATCH || batch_bytes >= BATCH_BYTES {
+            in_batch = 0;
+            batch_bytes = 0;
             if let Some(p) = &progress {
                 p.update(reader.input_bytes_read(), frames);
             }
-            // Reuse the vectors of a batch every worker is done with: a fresh large one
-            // per batch costs page faults.
-            let next = recycled.try_recv().unwrap_or_default();
-            if !send(std::mem::replace(&mut batch, next)) || stop.load(Ordering::Relaxed) {
+            if !flush(&mut bufs, &mut route) || stop.load(Ordering::Relaxed) {
                 break;
             }
-            buffer = None;
-            bytes = 0;
         }
     }
-    if !batch.frames.is_empty() {
-        send(batch);
-    }
+    flush(&mut bufs, &mut route);
     if let Some(p) = progress {
         p.finish();
     }
     ReaderEnd {
         reader,
+        stats,
         first_ts,
         error,
     }
@@ -549,65 +615,25 @@ impl EventSink for FlowCollector {
 
 /// A worker's channels.
 struct Channels {
-    rx: Receiver<Arc<Batch>>,
+    rx: Receiver<Batch>,
     tx: SyncSender<WorkerMsg>,
     recycle: SyncSender<Batch>,
     spent: Receiver<BatchOut>,
 }
 
-/// The worker that owns a frame the fast path reads (see [`fast_tcp_tuple`]), and its
-/// segment ports; `None`: decode it to know ([`decoded_owner`]). The reader finds these,
-/// so that workers skip each other's frames at the cost of a compare.
-#[inline]
-fn fast_owner(link: LinkType, data: &[u8], orig_len: u32, n: usize) -> Option<(u8, (u16, u16))> {
-    let t = fast_tcp_tuple(link, data, orig_len)?;
-    let src = (u64::from(u32::from(t.src)), t.src_port);
-    let dst = (u64::from(u32::from(t.dst)), t.dst_port);
-    // n <= 255 workers.
-    Some((worker_of(src, dst, n) as u8, (t.src_port, t.dst_port)))
-}
-
-/// The worker that owns a decoded frame (the one [`fast_owner`] names for the frames it
-/// reads), and its ports if it is a TCP segment (`FrameInput::Segment`). Frames with no
-/// TCP header go to worker 0, whose analyzer counts them.
-fn decoded_owner(input: &FrameInput, n: usize) -> (usize, Option<(u16, u16)>) {
-    match input {
-        FrameInput::Segment(s) => (
-            worker_of_endpoints(s.src, s.dst, n),
-            Some((s.src.port, s.dst.port)),
-        ),
-        FrameInput::Partial(s) => (worker_of_endpoints(s.src, s.dst, n), None),
-        FrameInput::Other { .. } => (0, None),
-    }
-}
-
-/// Worker `me` of `n`: walks every batch, analyses the frames it owns.
-fn work(
-    (me, n): (usize, usize),
-    cfg: AnalyzerConfig,
-    ch: Channels,
-    plan: Plan,
-    ports: Vec<u16>,
-    storage: StorageConfig,
-    sweeps: Sweeps,
-) {
+fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage: StorageConfig) {
     let mut an = Analyzer::new(cfg);
     let mut tail = CsvTail::default();
     let mut line = Line::default();
     let mut local = Local::new(plan, &storage);
     let mut last = None;
-    let mut since_sweep = 0u64;
-    let mut since_diagnoser_sweep = 0u32;
-    let mut origin = false;
-    for batch in ch.rx {
+    for mut batch in ch.rx {
         // Reuse the merger's spent outputs: fresh large vectors per batch cost page faults.
         let mut out = ch.spent.try_recv().unwrap_or_default();
-        out.owned.clear();
         out.items.clear();
         out.row_meta.clear();
         out.ends.clear();
         out.rows.clear();
-        out.frames = batch.frames.len();
         let mut sink = WorkerSink {
             plan,
             out: &mut out,
@@ -617,76 +643,36 @@ fn work(
             local: &mut local,
             last: &mut last,
         };
-        for (i, m) in batch.frames.iter().enumerate() {
-            if !origin {
-                an.set_origin(m.ts);
-                origin = true;
-            }
-            let data = batch.data(m);
-            let mut decoded = None;
-            let (worker, diagnosed) = if m.owner == UNKNOWN {
-                let view = decode(m.link, data, m.orig_len);
-                let input = FrameInput::from_view(m.no, m.ts, &view);
-                let (w, ports) = decoded_owner(&input, n);
-                let diagnosed = match (&sweeps.diagnoser_ports, ports) {
-                    (Some(dports), Some((a, b))) => port_ok(dports, a, b),
-                    _ => false,
-                };
-                decoded = Some((input, view.tcp.map_or(&[][..], |t| t.payload)));
-                (w, diagnosed)
-            } else {
-                (usize::from(m.owner), m.diagnosed)
-            };
-            if worker == me {
-                let input;
-                let (input, payload) = match &decoded {
-                    Some((i, p)) => (i, *p),
-                    None => {
-                        let view = decode(m.link, data, m.orig_len);
-                        input = FrameInput::from_view(m.no, m.ts, &view);
-                        (&input, view.tcp.map_or(&[][..], |t| t.payload))
+        for w in &batch.work {
+            match w {
+                Work::Origin(ts) => an.set_origin(*ts),
+                Work::Sweep(ts) => an.sweep(*ts),
+                Work::DiagnoserSweep(ts) => {
+                    if let Local::Diagnose(d) = sink.local {
+                        d.diagnoser_mut().sweep(ts.0);
                     }
-                };
-                an.handle_input_with_payload(input, payload, &mut sink);
-                if !matches!(input, FrameInput::Other { .. }) {
+                }
+                Work::Input(input, at) => {
+                    let payload = batch.payload(*at);
+                    an.handle_input_with_payload(input, payload, &mut sink);
                     if let Some(events) = sink.local.events() {
                         sink.out.items.extend(events.drain(..).map(Out::Storage));
                     }
-                    // A batch holds at most BATCH frames.
-                    sink.out.owned.push(i as u32);
                     sink.out
                         .ends
                         .push((sink.out.items.len(), sink.out.row_meta.len()));
                 }
             }
-            // A single diagnoser looks for closed connections after every
-            // `CLOSED_SWEEP_EVERY` segments it is fed: every one looks at the same one.
-            if diagnosed {
-                since_diagnoser_sweep += 1;
-                if since_diagnoser_sweep >= CLOSED_SWEEP_EVERY {
-                    since_diagnoser_sweep = 0;
-                    if let Local::Diagnose(d) = sink.local {
-                        d.diagnoser_mut().sweep(m.ts.0);
-                    }
-                }
-            }
-            // The single analyzer sweeps after every `every` frames: same frames here.
-            since_sweep += 1;
-            if since_sweep >= sweeps.every {
-                since_sweep = 0;
-                an.sweep(m.ts);
-            }
         }
         if ch.tx.send(WorkerMsg::Batch(out)).is_err() {
             return;
         }
-        // The last worker done with a batch sends its vectors back to the reader, emptied
-        // (a buffer it still held would keep the reader from reusing it).
-        if let Some(mut b) = Arc::into_inner(batch) {
-            b.bufs.clear();
-            b.frames.clear();
-            let _ = ch.recycle.try_send(b);
-        }
+        batch.work.clear();
+        batch.bytes.clear();
+        // Let go of the reader's buffers now, so it can reuse them.
+        batch.bufs.clear();
+        batch.last_buf = None;
+        let _ = ch.recycle.try_send(batch);
     }
     let mut flows = FlowCollector::default();
     an.handle_end(&mut flows);
@@ -746,24 +732,26 @@ pub fn run<S: EventSink, T: StorageSink>(
     let n = job.threads.clamp(1, 255);
     let plan = job.plan;
     let streams = job.streams;
-    let sweeps = Sweeps {
-        every: cfg.sweep_every_frames,
+    let routing = Routing {
+        sweep_every: cfg.sweep_every_frames,
+        payloads: plan.storage().then(|| job.storage.clone()),
         diagnoser_ports: (plan == Plan::Diagnose).then(|| job.ports.to_vec()),
     };
     // Each worker tracks its share of the connections; which ones get evicted when the
     // limit is reached therefore depends on the thread count (documented in --help).
     let mut worker_cfg = cfg.clone();
-    worker_cfg.sweep_every_frames = u64::MAX; // the worker loop sweeps (`Sweeps`)
+    worker_cfg.sweep_every_frames = u64::MAX; // the reader sends the sweeps
     worker_cfg.max_flows = cfg.max_flows.div_ceil(n).max(1);
     worker_cfg.max_evicted_remembered = cfg.max_evicted_remembered.div_ceil(n).max(1);
     let stop_flag = AtomicBool::new(false);
     thread::scope(|scope| {
-        let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH + 1);
+        let (route_tx, route_rx) = sync_channel::<Vec<u8>>(DEPTH * 2);
+        let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH * n + n);
         let mut to_workers = Vec::with_capacity(n);
         let mut from_workers = Vec::with_capacity(n);
         let mut spent_to = Vec::with_capacity(n);
-        for me in 0..n {
-            let (tx, rx) = sync_channel::<Arc<Batch>>(DEPTH);
+        for _ in 0..n {
+            let (tx, rx) = sync_channel::<Batch>(DEPTH);
             let (otx, orx) = sync_channel::<WorkerMsg>(DEPTH);
             let ports = job.ports.to_vec();
             let (spent_tx, spent_rx) = sync_channel::<BatchOut>(DEPTH);
@@ -775,8 +763,7 @@ pub fn run<S: EventSink, T: StorageSink>(
             };
             let cfg = worker_cfg.clone();
             let storage_cfg = job.storage.clone();
-            let sweeps = sweeps.clone();
-            scope.spawn(move || work((me, n), cfg, ch, plan, ports, storage_cfg, sweeps));
+            scope.spawn(move || work(cfg, ch, plan, ports, storage_cfg));
             spent_to.push(spent_tx);
             to_workers.push(tx);
             from_workers.push(orx);
@@ -784,15 +771,9 @@ pub fn run<S: EventSink, T: StorageSink>(
         drop(recycle_tx);
         let stop_ref = &stop_flag;
         let progress = job.progress;
-        let diagnoser_ports = sweeps.diagnoser_ports.as_deref();
         let reader_thread = scope.spawn(move || {
-            read_and_share(
-                reader,
-                to_workers,
-                recycle_rx,
-                diagnoser_ports,
-                stop_ref,
-                progress,
+            read_and_route(
+                reader, to_workers, recycle_rx, route_tx, stop_ref, progress, routing,
             )
         });
 
@@ -804,30 +785,12 @@ pub fn run<S: EventSink, T: StorageSink>(
         let mut stopped = false;
         let mut started = false;
         let mut outs: Vec<BatchOut> = Vec::with_capacity(n);
-        let mut ends: Vec<WorkerMsg> = Vec::with_capacity(n);
-        // The worker of each frame of a batch (NOBODY: a frame no worker reported).
-        const NOBODY: u8 = u8::MAX;
-        let mut route: Vec<u8> = Vec::with_capacity(BATCH);
-        loop {
+        for route in route_rx {
             outs.clear();
             for rx in &from_workers {
                 match rx.recv() {
-                    Ok(WorkerMsg::Batch(b)) if ends.is_empty() => outs.push(b),
-                    Ok(end @ WorkerMsg::End { .. }) if outs.is_empty() => ends.push(end),
+                    Ok(WorkerMsg::Batch(b)) => outs.push(b),
                     _ => anyhow::bail!("an analysis worker stopped unexpectedly"),
-                }
-            }
-            if !ends.is_empty() {
-                break;
-            }
-            route.clear();
-            route.resize(outs.first().map_or(0, |o| o.frames), NOBODY);
-            for (w, out) in outs.iter().enumerate() {
-                for &i in &out.owned {
-                    if let Some(r) = route.get_mut(i as usize) {
-                        // n <= 255 workers.
-                        *r = w as u8;
-                    }
                 }
             }
             // Once stopped, drain so the reader and workers can finish; only the stream
@@ -836,7 +799,7 @@ pub fn run<S: EventSink, T: StorageSink>(
             let mut frame_at = vec![0usize; n];
             let mut meta_at = vec![0usize; n];
             let mut row_at = vec![0usize; n];
-            for &w in route.iter().filter(|&&w| w != NOBODY) {
+            for &w in &route {
                 let w = usize::from(w);
                 let out = &mut outs[w];
                 let (end, meta_end) = out.ends[frame_at[w]];
@@ -898,54 +861,55 @@ pub fn run<S: EventSink, T: StorageSink>(
         let end = reader_thread
             .join()
             .map_err(|_| anyhow::anyhow!("the capture reader thread panicked"))?;
-        let mut stats = InputStats::default();
+        let mut stats = end.stats.clone();
         let mut flows = Vec::new();
         let mut parts = Parts::default();
         let mut finish = Vec::new();
         let mut last: Option<(FrameNo, Timestamp)> = None;
-        for (w, msg) in ends.into_iter().enumerate() {
-            let WorkerMsg::End {
-                flows: f,
-                stats: s,
-                tail,
-            } = msg
-            else {
-                continue;
-            };
-            stats.add(&s);
-            for mut flow in f {
-                flow.stream = StreamId(ids.get(w, flow.stream.0));
-                flows.push(flow);
-            }
-            let Some(tail) = tail else { continue };
-            let Tail {
-                listing: l,
-                spill,
-                tcp_logs,
-                finish: events,
-                last: l_last,
-            } = *tail;
-            if let Some(mut l) = l {
-                l.renumber(|s| ids.get(w, s));
-                match &mut parts.listing {
-                    Some(all) => all.merge(l),
-                    None => parts.listing = Some(l),
+        for (w, rx) in from_workers.iter().enumerate() {
+            for msg in rx {
+                if let WorkerMsg::End {
+                    flows: f,
+                    stats: s,
+                    tail,
+                } = msg
+                {
+                    stats.add(&s);
+                    for mut flow in f {
+                        flow.stream = StreamId(ids.get(w, flow.stream.0));
+                        flows.push(flow);
+                    }
+                    let Some(tail) = tail else { continue };
+                    let Tail {
+                        listing: l,
+                        spill,
+                        tcp_logs,
+                        finish: events,
+                        last: l_last,
+                    } = *tail;
+                    if let Some(mut l) = l {
+                        l.renumber(|s| ids.get(w, s));
+                        match &mut parts.listing {
+                            Some(all) => all.merge(l),
+                            None => parts.listing = Some(l),
+                        }
+                    }
+                    parts.spills.extend(spill);
+                    if let Some(mut logs) = tcp_logs {
+                        logs.renumber(|s| StreamId(ids.get(w, s.0)));
+                        parts
+                            .tcp_logs
+                            .get_or_insert_with(TcpLogs::default)
+                            .merge(logs);
+                    }
+                    for mut e in events {
+                        e.renumber(|s| StreamId(ids.get(w, s.0)));
+                        finish.push(e);
+                    }
+                    if l_last.is_some_and(|(f, _)| last.is_none_or(|(g, _)| f > g)) {
+                        last = l_last;
+                    }
                 }
-            }
-            parts.spills.extend(spill);
-            if let Some(mut logs) = tcp_logs {
-                logs.renumber(|s| StreamId(ids.get(w, s.0)));
-                parts
-                    .tcp_logs
-                    .get_or_insert_with(TcpLogs::default)
-                    .merge(logs);
-            }
-            for mut e in events {
-                e.renumber(|s| StreamId(ids.get(w, s.0)));
-                finish.push(e);
-            }
-            if l_last.is_some_and(|(f, _)| last.is_none_or(|(g, _)| f > g)) {
-                last = l_last;
             }
         }
         if end.error.is_none() && !stopped {
@@ -975,6 +939,23 @@ pub fn run<S: EventSink, T: StorageSink>(
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    use tcpdx_core::{Endpoint, Segment};
+    use tcpdx_wire::{SeqNum, TcpFlags, TcpOptions};
+
+    fn seg(src: Endpoint, dst: Endpoint) -> FrameInput {
+        FrameInput::Segment(Segment {
+            frame: FrameNo(1),
+            ts: Timestamp(0),
+            src,
+            dst,
+            seq: SeqNum(0),
+            ack: SeqNum(0),
+            flags: TcpFlags::default(),
+            window: 0,
+            len: 0,
+            options: TcpOptions::default(),
+        })
+    }
 
     fn v4(a: u8, b: u8, port: u16) -> Endpoint {
         Endpoint {
@@ -990,7 +971,7 @@ mod tests {
         let mut counts = vec![0usize; n];
         for i in 0..conns {
             let client = v4((4 + i / 256) as u8, (1 + i % 256) as u8, (1025 + i) as u16);
-            counts[worker_of_endpoints(client, server, n)] += 1;
+            counts[worker_of(&seg(client, server), n).unwrap()] += 1;
         }
         counts
     }
@@ -1007,8 +988,8 @@ mod tests {
                 (v6(i, 40000 + i), v6(1, 2049)),
             ] {
                 for n in 1..=4 {
-                    assert_eq!(worker_of_endpoints(a, b, n), worker_of_endpoints(b, a, n));
-                    assert!(worker_of_endpoints(a, b, n) < n);
+                    assert_eq!(worker_of(&seg(a, b), n), worker_of(&seg(b, a), n));
+                    assert!(worker_of(&seg(a, b), n).unwrap() < n);
                 }
             }
         }
@@ -1027,71 +1008,5 @@ mod tests {
                 "{n} workers: {c:?}"
             );
         }
-    }
-
-    /// A frame's owner and segment ports as the reader finds them (`true`: its fast path
-    /// took it), or as a worker finds them by decoding it.
-    fn route(f: &tcpdx_testkit::FrameSpec, n: usize) -> (usize, Option<(u16, u16)>, bool) {
-        let bytes = f.build();
-        let len = bytes.len() as u32;
-        if let Some((w, ports)) = fast_owner(f.link, &bytes, len, n) {
-            return (usize::from(w), Some(ports), true);
-        }
-        let view = decode(f.link, &bytes, len);
-        let (w, ports) = decoded_owner(&FrameInput::from_view(FrameNo(1), Timestamp(0), &view), n);
-        (w, ports, false)
-    }
-
-    #[test]
-    fn fast_and_decoded_frames_of_a_connection_go_to_one_worker() {
-        use tcpdx_testkit::FrameSpec;
-        for i in 0..300u16 {
-            let plain = FrameSpec {
-                src: IpAddr::V4(Ipv4Addr::new(10, 1, (i / 256) as u8, i as u8)),
-                src_port: 1025 + i,
-                dst_port: 445,
-                ..FrameSpec::TEMPL
-            };
-            // The same connection read by the full decode: a VLAN tag, the other direction,
-            // a Linux cooked header.
-            let tagged = FrameSpec {
-                vlan: Some(7),
-                ..plain.clone()
-            };
-            let back = FrameSpec {
-                src: plain.dst,
-                dst: plain.src,
-                src_port: plain.dst_port,
-                dst_port: plain.src_port,
-                vlan: Some(7),
-                ..plain.clone()
-            };
-            let cooked = FrameSpec {
-                link: LinkType::LINUX_SLL,
-                ..plain.clone()
-            };
-            for n in 1..=4 {
-                let (w, ports, fast) = route(&plain, n);
-                assert!(fast, "a plain Ethernet/IPv4/TCP frame takes the fast path");
-                assert_eq!(ports, Some((1025 + i, 445)));
-                for (other, expect_ports) in [
-                    (&tagged, Some((1025 + i, 445))),
-                    (&back, Some((445, 1025 + i))),
-                    (&cooked, Some((1025 + i, 445))),
-                ] {
-                    let (w2, p2, fast2) = route(other, n);
-                    assert!(!fast2, "decoded by the general walk");
-                    assert_eq!((w2, p2), (w, expect_ports), "{n} workers, client {i}");
-                }
-            }
-        }
-        // A frame without TCP goes to worker 0, with no segment ports.
-        let mut udp = FrameSpec::TEMPL.build();
-        udp[23] = 17;
-        let len = udp.len() as u32;
-        assert_eq!(fast_owner(LinkType::ETHERNET, &udp, len, 3), None);
-        let view = decode(LinkType::ETHERNET, &udp, len);
-        let input = FrameInput::from_view(FrameNo(1), Timestamp(0), &view);
-        assert_eq!(decoded_owner(&input, 3), (0, None));
     }
 }

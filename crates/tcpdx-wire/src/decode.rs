@@ -185,55 +185,17 @@ pub const MAX_LAYERS: usize = 64;
 
 /// Decodes a captured frame. `orig_len` is the on-the-wire length (for the IP length cap).
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> PacketView<'_> {
-    let wire_len = wire_len(data, orig_len);
+    // A record whose captured length exceeds its wire length is inconsistent; trust the
+    // bytes that are there.
+    let wire_len = usize::try_from(orig_len)
+        .unwrap_or(usize::MAX)
+        .max(data.len());
     if link == LinkType::ETHERNET
         && let Some(view) = fast::ethernet_ipv4_tcp(data, wire_len)
     {
         return view;
     }
     general(link, data, wire_len)
-}
-
-/// The on-the-wire length the walk starts from: a record whose captured length exceeds its
-/// wire length is inconsistent, so the bytes that are there are trusted.
-#[inline]
-fn wire_len(data: &[u8], orig_len: u32) -> usize {
-    usize::try_from(orig_len)
-        .unwrap_or(usize::MAX)
-        .max(data.len())
-}
-
-/// The addresses and ports of a TCP segment, as [`fast_tcp_tuple`] reads them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TcpTuple {
-    /// Source address.
-    pub src: std::net::Ipv4Addr,
-    /// Source port.
-    pub src_port: u16,
-    /// Destination address.
-    pub dst: std::net::Ipv4Addr,
-    /// Destination port.
-    pub dst_port: u16,
-}
-
-/// The TCP addresses and ports of a frame that [`decode`] reads by its fast path (Ethernet,
-/// IPv4 without options, an unfragmented and wholly captured TCP header), without building
-/// the view: `Some` exactly when `decode` takes the fast path, with the same addresses and
-/// ports as its view. `None` only means "decode it to know". For routing frames to threads
-/// at a fraction of a decode's cost.
-#[inline]
-pub fn fast_tcp_tuple(link: LinkType, data: &[u8], orig_len: u32) -> Option<TcpTuple> {
-    if link != LinkType::ETHERNET {
-        return None;
-    }
-    let wire_len = wire_len(data, orig_len);
-    let (src, src_port, dst, dst_port) = fast::ethernet_ipv4_tcp_tuple(data, wire_len)?;
-    Some(TcpTuple {
-        src,
-        src_port,
-        dst,
-        dst_port,
-    })
 }
 
 /// [`decode`] without the fast path.

@@ -35,9 +35,7 @@ pub mod tcp;
 pub mod tunnel;
 pub mod udp;
 
-pub use decode::{
-    IpInfo, PacketView, TcpFlags, TcpHeader, TcpOptions, TcpTuple, decode, fast_tcp_tuple,
-};
+pub use decode::{IpInfo, PacketView, TcpFlags, TcpHeader, TcpOptions, decode};
 pub use error::{DecodeStop, Layer, StopKind};
 pub use frame::{Frame, FrameNo, LinkType, Timestamp};
 pub use partial::PartialTcp;

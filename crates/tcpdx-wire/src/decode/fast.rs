@@ -18,23 +18,14 @@ const TCP: usize = IP + 20;
 /// Bytes the fast path reads unconditionally: Ethernet, IPv4 and the fixed TCP header.
 const FIXED: usize = TCP + 20;
 
-/// What the fast path checked of a frame it takes: the fixed headers and the ends of the
-/// TCP header, the bytes on the wire and the captured bytes.
-struct Accepted<'a> {
-    h: &'a [u8; FIXED],
-    tcp_end: usize,
-    wire_end: usize,
-    captured_end: usize,
-    tcp_len: usize,
-}
-
-/// The fast path's test, shared by the view and the tuple (so they take the same frames).
+/// The view of an Ethernet/IPv4/TCP frame, or `None` for the general walk.
 /// `wire_len` is `max(orig_len, data.len())`, as for the walk.
 #[inline]
-fn accept(data: &[u8], wire_len: usize) -> Option<Accepted<'_>> {
+pub(super) fn ethernet_ipv4_tcp(data: &[u8], wire_len: usize) -> Option<PacketView<'_>> {
     let h: &[u8; FIXED] = data.get(..FIXED)?.try_into().ok()?;
     // Constant offsets into a fixed-size array: the checks inside `arr`/`byte` fold away.
     let be16 = |at: usize| u16::from_be_bytes(arr(h, at));
+    let be32 = |at: usize| u32::from_be_bytes(arr(h, at));
     let byte = |at: usize| byte(h, at);
     // Version 4, IHL 5, protocol TCP, neither MF nor a fragment offset.
     if be16(12) != ethertype::IPV4
@@ -56,42 +47,6 @@ fn accept(data: &[u8], wire_len: usize) -> Option<Accepted<'_>> {
     if tcp_end > captured_end {
         return None;
     }
-    Some(Accepted {
-        h,
-        tcp_end,
-        wire_end,
-        captured_end,
-        tcp_len,
-    })
-}
-
-/// The addresses and ports of an Ethernet/IPv4/TCP frame the fast path takes, read without
-/// building its view: `(source address, source port, destination address, destination port)`.
-#[inline]
-pub(super) fn ethernet_ipv4_tcp_tuple(
-    data: &[u8],
-    wire_len: usize,
-) -> Option<(Ipv4Addr, u16, Ipv4Addr, u16)> {
-    let h = accept(data, wire_len)?.h;
-    let be16 = |at: usize| u16::from_be_bytes(arr(h, at));
-    let addr = |at: usize| Ipv4Addr::from(arr::<4>(h, at));
-    Some((addr(IP + 12), be16(TCP), addr(IP + 16), be16(TCP + 2)))
-}
-
-/// The view of an Ethernet/IPv4/TCP frame, or `None` for the general walk.
-/// `wire_len` is `max(orig_len, data.len())`, as for the walk.
-#[inline]
-pub(super) fn ethernet_ipv4_tcp(data: &[u8], wire_len: usize) -> Option<PacketView<'_>> {
-    let Accepted {
-        h,
-        tcp_end,
-        wire_end,
-        captured_end,
-        tcp_len,
-    } = accept(data, wire_len)?;
-    let be16 = |at: usize| u16::from_be_bytes(arr(h, at));
-    let be32 = |at: usize| u32::from_be_bytes(arr(h, at));
-    let byte = |at: usize| byte(h, at);
     let options_raw = data.get(TCP + 20..tcp_end)?;
     let options = match options_raw {
         [] => TcpOptions::default(),
