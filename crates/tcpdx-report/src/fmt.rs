@@ -387,40 +387,46 @@ fn write_groups<S: Sink>(s: &mut S, groups: &[u16]) {
     }
 }
 
+/// The formatters as they were, with `format!`: the reference the tests compare with.
+#[cfg(test)]
+pub(crate) mod reference {
+    /// `bps` with `format!`.
+    pub fn bps(v: f64) -> String {
+        if v >= 1e9 {
+            format!("{:.2} Gb/s", v / 1e9)
+        } else if v >= 1e6 {
+            format!("{:.2} Mb/s", v / 1e6)
+        } else if v >= 1e3 {
+            format!("{:.1} kb/s", v / 1e3)
+        } else {
+            format!("{v:.0} b/s")
+        }
+    }
+    /// `bytes` with `format!`.
+    pub fn bytes(v: u64) -> String {
+        let f = v as f64;
+        if f >= 1e9 {
+            format!("{:.2} GB", f / 1e9)
+        } else if f >= 1e6 {
+            format!("{:.2} MB", f / 1e6)
+        } else if f >= 1e3 {
+            format!("{:.1} kB", f / 1e3)
+        } else {
+            format!("{v} B")
+        }
+    }
+    /// `ms` with `format!`.
+    pub fn ms(ns: i64) -> String {
+        format!("{:.3}", ns as f64 / 1e6)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::line::Line;
 
-    /// The formatters as they were, with `format!`: the reference.
-    mod reference {
-        pub fn bps(v: f64) -> String {
-            if v >= 1e9 {
-                format!("{:.2} Gb/s", v / 1e9)
-            } else if v >= 1e6 {
-                format!("{:.2} Mb/s", v / 1e6)
-            } else if v >= 1e3 {
-                format!("{:.1} kb/s", v / 1e3)
-            } else {
-                format!("{v:.0} b/s")
-            }
-        }
-        pub fn bytes(v: u64) -> String {
-            let f = v as f64;
-            if f >= 1e9 {
-                format!("{:.2} GB", f / 1e9)
-            } else if f >= 1e6 {
-                format!("{:.2} MB", f / 1e6)
-            } else if f >= 1e3 {
-                format!("{:.1} kB", f / 1e3)
-            } else {
-                format!("{v} B")
-            }
-        }
-        pub fn ms(ns: i64) -> String {
-            format!("{:.3}", ns as f64 / 1e6)
-        }
-    }
+    use super::reference;
 
     /// Deterministic xorshift64 stream.
     struct Rng(u64);
