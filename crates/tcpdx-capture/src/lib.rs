@@ -197,25 +197,34 @@ impl CaptureReader {
     /// Opens a file; "-" means stdin. Sniffs gzip/zstd then pcap/pcapng from magic bytes.
     pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
         let (name, raw, len) = open_path(path)?;
-        Self::build(&name, raw, len)
+        Self::build(&name, raw, len, false)
+    }
+
+    /// [`Self::open`], with uncompressed input read ahead on a thread of its own (the
+    /// kernel's copies then run beside the analysis, on another core; compressed input is
+    /// always decompressed on a thread of its own).
+    pub fn open_read_ahead(path: &Path) -> Result<CaptureReader, CaptureError> {
+        let (name, raw, len) = open_path(path)?;
+        Self::build(&name, raw, len, true)
     }
 
     /// Same from any reader; `name` is used in errors/warnings.
     pub fn from_reader(name: &str, r: Box<dyn Read + Send>) -> Result<CaptureReader, CaptureError> {
-        Self::build(name, r, None)
+        Self::build(name, r, None, false)
     }
 
     fn build(
         name: &str,
         raw: Box<dyn Read + Send>,
         input_len: Option<u64>,
+        read_ahead: bool,
     ) -> Result<CaptureReader, CaptureError> {
         let Opened {
             mut window,
             container,
             compression,
             raw_bytes,
-        } = open_stream(name, raw)?;
+        } = open_stream(name, raw, read_ahead)?;
         let parser = match PcapVariant::of(container) {
             Some(variant) => Parser::Pcap(pcap_header(&mut window, variant, name)?),
             None => Parser::PcapNg(PcapNg::open(&mut window).map_err(|b| b.with_path(name))?),
@@ -403,9 +412,13 @@ pub(crate) struct Opened {
 }
 
 /// Puts a decompressor in front of `raw` if needed and sniffs the container.
-pub(crate) fn open_stream(name: &str, raw: Box<dyn Read + Send>) -> Result<Opened, CaptureError> {
+pub(crate) fn open_stream(
+    name: &str,
+    raw: Box<dyn Read + Send>,
+    read_ahead: bool,
+) -> Result<Opened, CaptureError> {
     let fail = |offset, kind| Err(Bad::at(offset, kind).with_path(name));
-    let input = match input::open(raw) {
+    let input = match input::open(raw, read_ahead) {
         Ok(input) => input,
         Err(e) => return fail(0, CaptureErrorKind::Io(e)),
     };

@@ -140,7 +140,7 @@ impl RawReader {
             container,
             compression,
             raw_bytes,
-        } = open_stream(&name, raw)?;
+        } = open_stream(&name, raw, false)?;
         let (walk, header) = match PcapVariant::of(container) {
             Some(variant) => {
                 let file = pcap_header(&mut window, variant, &name)?;

@@ -32,27 +32,51 @@ const FORMATS: &[&str] = &["pcap", "nsecpcap", "pcapng"];
 /// Marker in the manifest notes of files that tshark itself reported as damaged.
 const TSHARK_COMPLAINED: &str = "tshark: The file";
 
+#[derive(Debug, PartialEq)]
 struct Outcome {
     frames: u64,
+    /// The captured bytes of every frame, summed (to compare the two ways of reading).
+    bytes: u64,
     warnings: Vec<String>,
     error: Option<String>,
 }
 
+/// Reads the file both ways (the reading thread must change nothing) and returns the
+/// outcome.
 fn read(path: &Path) -> Outcome {
-    let mut reader = match CaptureReader::open(path) {
+    let direct = read_with(path, CaptureReader::open);
+    let ahead = read_with(path, CaptureReader::open_read_ahead);
+    assert_eq!(
+        direct,
+        ahead,
+        "{}: read ahead, it reads otherwise",
+        path.display()
+    );
+    direct
+}
+
+fn read_with(
+    path: &Path,
+    open: fn(&Path) -> Result<CaptureReader, tcpdx_capture::CaptureError>,
+) -> Outcome {
+    let mut reader = match open(path) {
         Ok(r) => r,
         Err(e) => {
             return Outcome {
                 frames: 0,
+                bytes: 0,
                 warnings: Vec::new(),
                 error: Some(e.to_string()),
             };
         }
     };
-    let mut frames = 0;
+    let (mut frames, mut bytes) = (0, 0);
     let error = loop {
         match reader.next_frame() {
-            Ok(Some(_)) => frames += 1,
+            Ok(Some(f)) => {
+                frames += 1;
+                bytes += f.data.iter().map(|&b| u64::from(b)).sum::<u64>();
+            }
             Ok(None) => break None,
             Err(e) => break Some(e.to_string()),
         }
@@ -60,6 +84,7 @@ fn read(path: &Path) -> Outcome {
     let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
     Outcome {
         frames,
+        bytes,
         warnings,
         error,
     }

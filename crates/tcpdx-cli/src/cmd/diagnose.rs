@@ -13,7 +13,7 @@ use tcpdx_storage::{Diagnosing, StorageConfig};
 use crate::flags::{Common, DiagnoseArgs, FailOn};
 
 use crate::parallel::Plan;
-use crate::run::{analyze_storage, analyze_with, open, out_err, storage_in_parallel};
+use crate::run::{analyze_storage, analyze_with, open, open_serial, out_err, storage_in_parallel};
 
 /// Diagnoses one capture: the TCP findings and the storage ones (what `tcpdx diagnose`
 /// reports for it; `tcpdx annotate` marks the same evidence frames).
@@ -49,7 +49,7 @@ pub fn diagnose_file(common: &Common) -> Result<Diagnosis> {
         |_: &mut Diagnosing, _, _, _: &[u8]| {},
     );
     analyze_with(
-        open(common)?,
+        open_serial(common)?,
         common,
         &mut both,
         stop,

@@ -9,7 +9,7 @@ use tcpdx_storage::StorageConfig;
 
 use crate::flags::ExportArgs;
 use crate::parallel::Plan;
-use crate::run::{analyze_with, open};
+use crate::run::{analyze_with, open_serial};
 
 /// Runs `tcpdx export`.
 pub fn run(a: &ExportArgs) -> Result<ExitCode> {
@@ -18,7 +18,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         bail!("{}: exists and is not a directory", dir.display());
     }
     // Open first: bad input must not leave an empty directory behind.
-    let reader = open(&a.common)?;
+    let reader = open_serial(&a.common)?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let source = a.common.file.display().to_string();
     let cfg = StorageConfig::default().with_decode_as(&a.decode_as);

@@ -19,7 +19,7 @@ use tcpdx_storage::{Diagnosing, StorageConfig};
 
 use crate::flags::ReportArgs;
 use crate::parallel::Plan;
-use crate::run::{analyze_with, open};
+use crate::run::{analyze_with, open_serial};
 
 /// First pass: the diagnosis (TCP and storage, as `diagnose`) and the largest connections.
 struct Survey {
@@ -63,7 +63,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         top: TopBytes::new(a.top),
     };
     let outcome = analyze_with(
-        open(&all)?,
+        open_serial(&all)?,
         &all,
         &mut survey,
         |_| false,
@@ -81,7 +81,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         let dirs: Vec<_> = chosen.iter().map(|c| (c.stream, c.dir)).collect();
         let mut rec = GraphRecorder::new(&dirs, SeriesConfig::default());
         analyze_with(
-            open(&only)?,
+            open_serial(&only)?,
             &only,
             &mut rec,
             |_| false,

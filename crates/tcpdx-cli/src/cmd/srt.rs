@@ -9,7 +9,7 @@ use tcpdx_storage::{SrtCollector, SrtConfig, StorageConfig, Tracker};
 
 use crate::flags::SrtArgs;
 use crate::parallel::Plan;
-use crate::run::{analyze_storage, analyze_with, open, out_err, storage_in_parallel};
+use crate::run::{analyze_storage, analyze_with, open, open_serial, out_err, storage_in_parallel};
 
 /// Runs `tcpdx srt`.
 pub fn run(a: &SrtArgs) -> Result<ExitCode> {
@@ -38,7 +38,7 @@ pub fn run(a: &SrtArgs) -> Result<ExitCode> {
         let mut tracker = Tracker::new(cfg, csv);
         let stop = |t: &Tracker<TransactionsCsv<_>>| t.sink().error.is_some();
         analyze_with(
-            open(&a.common)?,
+            open_serial(&a.common)?,
             &a.common,
             &mut tracker,
             stop,
@@ -65,7 +65,7 @@ pub fn run(a: &SrtArgs) -> Result<ExitCode> {
     } else {
         let mut tracker = Tracker::new(cfg, SrtCollector::new(srt));
         analyze_with(
-            open(&a.common)?,
+            open_serial(&a.common)?,
             &a.common,
             &mut tracker,
             |_| false,
