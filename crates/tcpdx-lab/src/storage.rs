@@ -54,11 +54,21 @@ pub fn exclusive_lock(op: StorageOp) -> Option<(&'static str, &'static str)> {
     }
 }
 
+/// rpcbind's warm-start files: Debian's rpcbind writes them when stopped by SIGTERM, with
+/// or without `-w` (which only reads them at start), if its state folder exists (the
+/// package creates it on some installs).
+const RPCBIND_WARM_START: [&str; 2] = ["/run/rpcbind/rpcbind.xdr", "/run/rpcbind/portmap.xdr"];
+
 /// Removes rpcbind's global socket and lock file (left behind when the lab's rpcbind is
-/// killed); only call while holding, or after a dead run left, the rpcbind lock.
+/// killed) and the warm-start files it writes when stopped (no rpcbind of the host runs
+/// beside the lab's: the lab refuses to start then, and its own would overwrite them);
+/// only call while holding, or after a dead run left, the rpcbind lock.
 pub fn remove_rpcbind_files() {
     let _ = std::fs::remove_file("/run/rpcbind.sock");
     let _ = std::fs::remove_file("/run/rpcbind.lock");
+    for f in RPCBIND_WARM_START {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// Control port of tgtd for a lab (its socket path is global: /var/run/tgtd/socket.N).
@@ -186,7 +196,8 @@ impl Services {
                         &n.ns_s,
                         1,
                         "rpcbind",
-                        // no -w: warm-start files in /run/rpcbind would outlive the run
+                        // no -w: no warm start from files a host's rpcbind left (the ones this
+                        // one writes when stopped are removed with its socket)
                         &["-f".into()],
                         &log("rpcbind"),
                     )?);
