@@ -24,8 +24,25 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("tcpdx: {err:#}");
+            eprintln!("tcpdx: {}", one_line(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, each cause said once: a cause whose text the
+/// message already holds (an I/O error inside a capture error's message) is not repeated.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }

@@ -118,7 +118,11 @@ fn bad_pcapng_block_length_is_bad_input() {
 fn missing_file_is_an_error_with_exit_2() {
     let out = run(&["flows", "/nonexistent/capture.pcap"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/capture.pcap"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/capture.pcap"));
+    // One line, the reason said once.
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
 }
 
 #[test]
