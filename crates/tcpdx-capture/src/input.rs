@@ -17,13 +17,31 @@ const COMPRESSED_BUF_LEN: usize = 256 * 1024;
 /// The decompressed capture stream and what it came from.
 pub(crate) struct Input {
     /// The capture bytes, decompressed.
-    pub stream: Box<dyn Read + Send>,
+    pub stream: Source,
     /// For uncompressed input: the first raw bytes, already taken from `stream`.
     pub prefix: Vec<u8>,
     /// The compression removed.
     pub compression: Compression,
     /// Raw bytes read from the underlying input so far.
     pub raw_bytes: Arc<AtomicU64>,
+}
+
+/// Where the window gets the capture bytes.
+pub(crate) enum Source {
+    /// Read into the window's buffer.
+    Plain(Box<dyn Read + Send>),
+    /// Read on a thread of its own, whose chunks the window takes over whole.
+    Ahead(Threaded),
+}
+
+impl Source {
+    /// The bytes as a reader (the copying way, for any source).
+    pub(crate) fn reader(&mut self) -> &mut dyn Read {
+        match self {
+            Source::Plain(r) => r,
+            Source::Ahead(t) => t,
+        }
+    }
 }
 
 /// A reader that counts the bytes going through it into a shared counter.
@@ -73,18 +91,20 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
     };
     let prefix = read_prefix(&mut counted, sniff::MAGIC_LEN)?;
     let compression = sniff::compression(&prefix);
-    let (stream, prefix): (Box<dyn Read + Send>, _) = match compression {
+    let (stream, prefix) = match compression {
         // Read ahead on a thread of its own: the kernel's copy from the page cache is a
         // fifth to a quarter of a run on headers-only captures, and then overlaps the
         // analysis (one chunk ahead: a file is read far faster than it is analysed).
-        Compression::None if read_ahead => (Box::new(Threaded::spawn(counted, 1, false)), prefix),
-        Compression::None => (Box::new(counted), prefix),
+        Compression::None if read_ahead => {
+            (Source::Ahead(Threaded::spawn(counted, 1, false)), prefix)
+        }
+        Compression::None => (Source::Plain(Box::new(counted)), prefix),
         Compression::Gzip => {
             let raw =
                 BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Multi-member: `cat a.gz b.gz` and pigz output are one capture.
             (
-                Box::new(Threaded::spawn(
+                Source::Ahead(Threaded::spawn(
                     flate2::bufread::MultiGzDecoder::new(raw),
                     DECOMPRESSED_AHEAD,
                     true,
@@ -97,7 +117,7 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
                 BufReader::with_capacity(COMPRESSED_BUF_LEN, Cursor::new(prefix).chain(counted));
             // Reads every frame of the stream, not just the first.
             (
-                Box::new(Threaded::spawn(
+                Source::Ahead(Threaded::spawn(
                     zstd::stream::read::Decoder::with_buffer(raw)?,
                     DECOMPRESSED_AHEAD,
                     true,
@@ -114,20 +134,32 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
     })
 }
 
-/// Decompressed bytes per chunk handed from the decompression thread to the parser.
+/// Bytes per chunk handed from the reading (or decompressing) thread to the parser.
 const CHUNK_LEN: usize = 1 << 20;
 
+/// Free bytes before a chunk's data: the window takes a chunk over as its buffer, and puts
+/// the unfinished record of the previous one there (no record of a link type that pcap allows
+/// on Ethernet, 256 KiB, is longer; a longer one is copied instead).
+pub(crate) const HEADROOM: usize = 256 * 1024 + 4096;
+
+/// Chunks shorter than this are copied, not taken over (a pipe gives 64 KiB a read: a
+/// buffer per read would leave the window many nearly empty buffers when shared).
+const TAKE_FROM: usize = CHUNK_LEN / 4;
+
 /// A reader whose source runs on its own thread, so reading and decompression overlap
-/// parsing and analysis (a second core then does the inflating, or the kernel's copy). Chunks travel through a bounded
-/// channel: memory stays at a few chunks whatever the input. The thread ends at the end of
-/// input, on an error (handed over in order), or when this reader is dropped.
-struct Threaded {
+/// parsing and analysis (a second core then does the inflating, or the kernel's copy).
+/// Chunks travel through a bounded channel: memory stays at a few chunks whatever the input.
+/// The thread ends at the end of input, on an error (handed over in order), or when this
+/// reader is dropped. A chunk's data starts at [`HEADROOM`].
+pub(crate) struct Threaded {
     rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
     /// Chunks read to the end go back to the thread: a fresh 1 MiB buffer per chunk cost
     /// 256 page faults and its zeroing each time (a tenth of a zstd run on bulk captures).
     spent: std::sync::mpsc::SyncSender<Vec<u8>>,
     chunk: Vec<u8>,
     pos: usize,
+    /// An error met by [`Threaded::take_chunk`], for the next read to return.
+    failed: Option<io::Error>,
     done: bool,
 }
 
@@ -142,7 +174,11 @@ impl Threaded {
     /// `fill`, a chunk is sent once full (decompressors return little per call); without,
     /// each read's bytes go as they come (a pipe from a live capture is analysed as it
     /// arrives, not a MiB at a time).
-    fn spawn<R: Read + Send + 'static>(mut inner: R, ahead: usize, fill: bool) -> Threaded {
+    pub(crate) fn spawn<R: Read + Send + 'static>(
+        mut inner: R,
+        ahead: usize,
+        fill: bool,
+    ) -> Threaded {
         let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(ahead);
         let (spent, recycled) =
             std::sync::mpsc::sync_channel::<Vec<u8>>(SPENT_CHUNKS.min(ahead + 1));
@@ -150,8 +186,8 @@ impl Threaded {
             loop {
                 let mut buf = recycled.try_recv().unwrap_or_default();
                 // A recycled chunk was full (but the last, or a pipe's): little zeroing here.
-                buf.resize(CHUNK_LEN, 0);
-                let mut len = 0;
+                buf.resize(HEADROOM + CHUNK_LEN, 0);
+                let mut len = HEADROOM;
                 let mut eof = false;
                 let result = loop {
                     let Some(rest) = buf.get_mut(len..) else {
@@ -173,7 +209,7 @@ impl Threaded {
                     }
                 };
                 buf.truncate(len);
-                if len > 0 && tx.send(Ok(buf)).is_err() {
+                if len > HEADROOM && tx.send(Ok(buf)).is_err() {
                     return;
                 }
                 if let Err(e) = result {
@@ -190,26 +226,68 @@ impl Threaded {
             spent,
             chunk: Vec::new(),
             pos: 0,
+            failed: None,
             done: false,
         }
+    }
+
+    /// Once the current chunk is read to its end: the next one whole, when it is long
+    /// enough to be worth taking over (its data from [`HEADROOM`] on; give it back with
+    /// [`Threaded::give_back`]). `None` leaves the bytes to [`Read::read`].
+    pub(crate) fn take_chunk(&mut self) -> Option<Vec<u8>> {
+        if self.pos < self.chunk.len() || self.done || self.failed.is_some() {
+            return None;
+        }
+        match self.rx.recv() {
+            Ok(Ok(chunk)) if chunk.len().saturating_sub(HEADROOM) >= TAKE_FROM => {
+                let spent = std::mem::take(&mut self.chunk);
+                self.give_back(spent);
+                self.pos = 0;
+                Some(chunk)
+            }
+            Ok(Ok(chunk)) => {
+                self.start_on(chunk);
+                None
+            }
+            Ok(Err(e)) => {
+                self.failed = Some(e);
+                None
+            }
+            Err(_) => {
+                self.done = true;
+                None
+            }
+        }
+    }
+
+    /// Returns a chunk to the thread for reuse (or frees it).
+    pub(crate) fn give_back(&self, chunk: Vec<u8>) {
+        if chunk.capacity() >= HEADROOM + CHUNK_LEN {
+            // When the way back is full (or the thread ended), it is freed.
+            let _ = self.spent.try_send(chunk);
+        }
+    }
+
+    /// Makes `chunk` the one [`Read::read`] copies from.
+    fn start_on(&mut self, chunk: Vec<u8>) {
+        let spent = std::mem::replace(&mut self.chunk, chunk);
+        self.give_back(spent);
+        self.pos = HEADROOM.min(self.chunk.len());
     }
 }
 
 impl Read for Threaded {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         while self.pos == self.chunk.len() {
+            if let Some(e) = self.failed.take() {
+                self.done = true;
+                return Err(e);
+            }
             if self.done {
                 return Ok(0);
             }
             match self.rx.recv() {
-                Ok(Ok(chunk)) => {
-                    let spent = std::mem::replace(&mut self.chunk, chunk);
-                    if spent.capacity() >= CHUNK_LEN {
-                        // When the way back is full (or the thread ended), it is freed.
-                        let _ = self.spent.try_send(spent);
-                    }
-                    self.pos = 0;
-                }
+                Ok(Ok(chunk)) => self.start_on(chunk),
                 Ok(Err(e)) => {
                     self.done = true;
                     return Err(e);
@@ -237,7 +315,7 @@ mod tests {
 
     fn read_all(mut input: Input) -> Vec<u8> {
         let mut out = input.prefix.clone();
-        input.stream.read_to_end(&mut out).unwrap();
+        input.stream.reader().read_to_end(&mut out).unwrap();
         out
     }
 
@@ -295,7 +373,7 @@ mod tests {
         let mut out = Vec::new();
         let mut piece = [0u8; 70_001];
         loop {
-            let n = input.stream.read(&mut piece).unwrap();
+            let n = input.stream.reader().read(&mut piece).unwrap();
             if n == 0 {
                 break;
             }
@@ -343,7 +421,7 @@ mod tests {
         let (got_tx, got) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut buf = vec![0; 4096];
-            let n = input.stream.read(&mut buf).unwrap();
+            let n = input.stream.reader().read(&mut buf).unwrap();
             let _ = got_tx.send((input.prefix.clone(), buf[..n].to_vec()));
         });
         let (prefix, rest) = got

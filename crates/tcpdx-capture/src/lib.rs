@@ -423,7 +423,7 @@ pub(crate) fn open_stream(
         Err(e) => return fail(0, CaptureErrorKind::Io(e)),
     };
     let compression = input.compression;
-    let mut window = Window::new(input.stream, window::DEFAULT_CAPACITY, &input.prefix);
+    let mut window = Window::over(input.stream, window::DEFAULT_CAPACITY, &input.prefix);
     if let Err(e) = window.fill(sniff::MAGIC_LEN) {
         return fail(window.received(), CaptureErrorKind::Io(e));
     }
