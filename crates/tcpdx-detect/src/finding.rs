@@ -230,6 +230,21 @@ impl Finding {
         }
     }
 
+    /// Makes room for `episodes` episodes with one evidence frame each (within the bounds),
+    /// for a detector that knows how many it adds.
+    pub fn reserve(&mut self, episodes: usize) {
+        self.evidence.reserve(
+            episodes
+                .min(MAX_EVIDENCE)
+                .saturating_sub(self.evidence.len()),
+        );
+        self.episode_list.reserve(
+            episodes
+                .min(MAX_EPISODES_LISTED)
+                .saturating_sub(self.episode_list.len()),
+        );
+    }
+
     /// Adds an episode span (bounded by [`MAX_EPISODES_LISTED`]). Detectors add each
     /// episode's evidence first, then call this: the evidence added since the previous call
     /// is tagged with this episode's number.

@@ -37,7 +37,7 @@ pub fn write_diagnosis_json(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         connections: &d.connections,
         unlisted: (d.unlisted.connections > 0).then_some(&d.unlisted),
     };
-    serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::from)?;
     writeln!(w)
 }
 

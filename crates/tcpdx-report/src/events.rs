@@ -361,7 +361,7 @@ impl<W: Write> EventSink for EventsJsonl<W> {
             ack_rtt: a.ack_rtt_ns.map(|n| n as f64 / 1e9),
         };
         let r = serde_json::to_writer(&mut self.out, &row)
-            .map_err(io::Error::other)
+            .map_err(io::Error::from)
             .and_then(|_| self.out.write_all(b"\n"));
         if let Err(e) = r {
             self.err = Some(e);

@@ -145,7 +145,7 @@ pub fn write_flows_json<W: Write>(
             .collect(),
         evicted: *evicted,
     };
-    serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::from)?;
     writeln!(out)
 }
 

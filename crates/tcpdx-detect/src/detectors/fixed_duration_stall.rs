@@ -3,9 +3,11 @@
 //!
 //! Candidates are every silent gap, zero-window period and timeout stall of the connection.
 
+use std::fmt::Write as _;
+
 use tcpdx_core::Dir;
 
-use super::{ConnContext, ms};
+use super::ConnContext;
 use crate::finding::{Finding, FindingKind};
 
 /// Shortest stall considered (tcpdx choice: the shortest delayed-ACK timer, 40 ms, minus
@@ -80,7 +82,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .iter()
         .copied()
         .find(|&t| ((longest.1 - longest.0 - t) as f64).abs() <= t as f64 * KNOWN_TIMER_TOLERANCE);
-    let group: Vec<Stall> = if best.len() >= MIN_REPEATS {
+    let mut group: Vec<Stall> = if best.len() >= MIN_REPEATS {
         best.to_vec()
     } else if timer.is_some() {
         vec![longest]
@@ -89,11 +91,19 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     };
     let total: i64 = group.iter().map(|x| x.1 - x.0).sum();
     let median = group[group.len() / 2].1 - group[group.len() / 2].0;
+    // The kinds in name order, each once (the only two candidates give).
+    let silence = group.iter().any(|x| x.3 == "silence");
+    let zero_window = group.iter().any(|x| x.3 == "zero window");
+    let what = match (silence, zero_window) {
+        (true, true) => "silence, zero window",
+        (false, true) => "zero window",
+        _ => "silence",
+    };
     let mut f = cx.finding(FindingKind::FixedDurationStall, total as f64 / 1e9);
     f.episodes = group.len() as u32;
-    let mut sorted = group.clone();
-    sorted.sort_by_key(|x| x.0);
-    for x in &sorted {
+    f.reserve(group.len());
+    group.sort_by_key(|x| x.0);
+    for x in &group {
         f.evidence(x.2, x.3);
         f.episode(cx.rel_s(x.0), (x.1 - x.0) as f64 / 1e9);
     }
@@ -103,21 +113,19 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         median as f64 / 1e9 * (1.0 - SAME_DURATION_TOLERANCE)
     );
     f.confidence = if group.len() >= MIN_REPEATS { 0.7 } else { 0.5 };
-    let kinds: Vec<&str> = {
-        let mut k: Vec<&str> = group.iter().map(|x| x.3).collect();
-        k.sort_unstable();
-        k.dedup();
-        k
-    };
-    f.explanation = format!(
-        "{n} stall(s) of the same length, about {len} each ({what}), {total} in total. Equal \
-         stalls come from a timer, not from congestion: a delayed-ACK or retransmission timer, \
-         an application or storage timeout, a periodic flush or lock.",
+    // Written into a string of the text's size: this finding can come for every connection
+    // of a capture (grown from empty, it reallocated several times each).
+    let mut explanation = String::with_capacity(400);
+    let _ = write!(
+        explanation,
+        "{n} stall(s) of the same length, about {len:.1} ms each ({what}), {total:.1} ms in \
+         total. Equal stalls come from a timer, not from congestion: a delayed-ACK or \
+         retransmission timer, an application or storage timeout, a periodic flush or lock.",
         n = group.len(),
-        len = ms(median),
-        what = kinds.join(", "),
-        total = ms(total),
+        len = median as f64 / 1e6,
+        total = total as f64 / 1e6,
     );
+    f.explanation = explanation;
     f.recommendations = vec![
         "Match the duration to a timer of the stack or the application (40/100/200 ms delayed \
          ACK, 200 ms+ minimum RTO, 1 s/5 s storage or RPC timeouts) and look at what the \
