@@ -96,7 +96,7 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
         // fifth to a quarter of a run on headers-only captures, and then overlaps the
         // analysis (one chunk ahead: a file is read far faster than it is analysed).
         Compression::None if read_ahead => {
-            (Source::Ahead(Threaded::spawn(counted, 1, false)), prefix)
+            (Source::Ahead(Threaded::spawn(counted, 1, false)?), prefix)
         }
         Compression::None => (Source::Plain(Box::new(counted)), prefix),
         Compression::Gzip => {
@@ -108,7 +108,7 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
                     flate2::bufread::MultiGzDecoder::new(raw),
                     DECOMPRESSED_AHEAD,
                     true,
-                )),
+                )?),
                 Vec::new(),
             )
         }
@@ -121,7 +121,7 @@ pub(crate) fn open(raw: Box<dyn Read + Send>, read_ahead: bool) -> io::Result<In
                     zstd::stream::read::Decoder::with_buffer(raw)?,
                     DECOMPRESSED_AHEAD,
                     true,
-                )),
+                )?),
                 Vec::new(),
             )
         }
@@ -178,11 +178,13 @@ impl Threaded {
         mut inner: R,
         ahead: usize,
         fill: bool,
-    ) -> Threaded {
+    ) -> io::Result<Threaded> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(ahead);
         let (spent, recycled) =
             std::sync::mpsc::sync_channel::<Vec<u8>>(SPENT_CHUNKS.min(ahead + 1));
-        std::thread::spawn(move || {
+        // Named, so that profilers and `top -H` tell it from the analysis.
+        let thread = std::thread::Builder::new().name("tcpdx-read".into());
+        thread.spawn(move || {
             loop {
                 let mut buf = recycled.try_recv().unwrap_or_default();
                 // A recycled chunk was full (but the last, or a pipe's): little zeroing here.
@@ -220,15 +222,15 @@ impl Threaded {
                     return;
                 }
             }
-        });
-        Threaded {
+        })?;
+        Ok(Threaded {
             rx,
             spent,
             chunk: Vec::new(),
             pos: 0,
             failed: None,
             done: false,
-        }
+        })
     }
 
     /// Once the current chunk is read to its end: the next one whole, when it is long

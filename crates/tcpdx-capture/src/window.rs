@@ -512,7 +512,7 @@ mod tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
             .collect();
         for (fill, share) in [(true, true), (false, false)] {
-            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill);
+            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill).unwrap();
             let mut w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
             let mut held: Vec<(Arc<Vec<u8>>, Vec<u8>)> = Vec::new();
             let mut off = 0;

@@ -763,7 +763,10 @@ pub fn run<S: EventSink, T: StorageSink>(
             };
             let cfg = worker_cfg.clone();
             let storage_cfg = job.storage.clone();
-            scope.spawn(move || work(cfg, ch, plan, ports, storage_cfg));
+            // Named threads: profilers and `top -H` then tell them apart.
+            thread::Builder::new()
+                .name(format!("tcpdx-worker-{}", to_workers.len()))
+                .spawn_scoped(scope, move || work(cfg, ch, plan, ports, storage_cfg))?;
             spent_to.push(spent_tx);
             to_workers.push(tx);
             from_workers.push(orx);
@@ -771,11 +774,13 @@ pub fn run<S: EventSink, T: StorageSink>(
         drop(recycle_tx);
         let stop_ref = &stop_flag;
         let progress = job.progress;
-        let reader_thread = scope.spawn(move || {
-            read_and_route(
-                reader, to_workers, recycle_rx, route_tx, stop_ref, progress, routing,
-            )
-        });
+        let reader_thread = thread::Builder::new()
+            .name("tcpdx-route".into())
+            .spawn_scoped(scope, move || {
+                read_and_route(
+                    reader, to_workers, recycle_rx, route_tx, stop_ref, progress, routing,
+                )
+            })?;
 
         let mut ids = Renumber {
             maps: vec![Vec::new(); n],
