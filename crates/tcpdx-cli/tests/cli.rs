@@ -259,6 +259,15 @@ fn diagnose_shorthand_json_and_fail_on() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["version"], 1);
     assert!(v["findings"].is_array() && v["time_budget"].is_object());
+    // A lost segment repaired by a fast retransmission: not a spurious one (the ACK after a
+    // repaired hole does not time the path, Karn's rule).
+    let kinds: Vec<&str> = v["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["kind"].as_str())
+        .collect();
+    assert!(!kinds.contains(&"spurious-retransmission"), "{kinds:?}");
     let fail = Command::new(bin)
         .args(["diagnose", "--fail-on", "info"])
         .arg(&file)

@@ -330,8 +330,12 @@ pub struct SenderState {
     pub first_seq: u64,
     /// Highest ACK received.
     pub snd_una: u64,
-    /// Smallest ACK delay of this side's data (capture -> receiver -> capture), ns.
+    /// Smallest ACK delay of this side's data (capture -> receiver -> capture), ns; from
+    /// ACKs that acknowledge no retransmitted data (Karn's rule).
     pub downstream_rtt_min: Option<i64>,
+    /// One past the highest byte ever retransmitted: an ACK that moves `snd_una` while this
+    /// lies above it acknowledges retransmitted data (or a hole's repair) and times nothing.
+    retx_high: u64,
     /// D-SACK blocks received.
     pub dsacks: u64,
     /// ACKs from the receiver that advanced `snd_una`.
@@ -639,6 +643,7 @@ impl SenderState {
                 spurious: false,
             });
         }
+        self.retx_high = self.retx_high.max(end);
         self.recent_retx.push(
             Retx {
                 seq: a.seq,
@@ -665,7 +670,12 @@ impl SenderState {
         if !self.started {
             return;
         }
-        if let Some(rtt) = a.ack_rtt_ns.filter(|&r| r > 0) {
+        // Karn's rule: the ACK delay of data that was retransmitted, or that waited behind
+        // a retransmitted hole, is not a round trip (Wireshark's ack_rtt still gives it: 21 ms
+        // for the 10 ms path of tests/data/fast-retransmission.pcapng, which then made the
+        // repair's own ACK look too early, a "spurious" retransmission).
+        let karn = ack > self.snd_una && self.snd_una < self.retx_high;
+        if let Some(rtt) = a.ack_rtt_ns.filter(|&r| r > 0 && !karn) {
             self.downstream_rtt_min = Some(self.downstream_rtt_min.map_or(rtt, |m| m.min(rtt)));
         }
         self.check_dsack(a, d);
