@@ -240,17 +240,22 @@ impl Threaded {
         if self.pos < self.chunk.len() || self.done || self.failed.is_some() {
             return None;
         }
+        let chunk = self.receive()?;
+        if chunk.len().saturating_sub(HEADROOM) < TAKE_FROM {
+            self.start_on(chunk);
+            return None;
+        }
+        let spent = std::mem::take(&mut self.chunk);
+        self.give_back(spent);
+        self.pos = 0;
+        Some(chunk)
+    }
+
+    /// The thread's next chunk; `None` at the end of input, or after an error (kept for the
+    /// next read to return).
+    fn receive(&mut self) -> Option<Vec<u8>> {
         match self.rx.recv() {
-            Ok(Ok(chunk)) if chunk.len().saturating_sub(HEADROOM) >= TAKE_FROM => {
-                let spent = std::mem::take(&mut self.chunk);
-                self.give_back(spent);
-                self.pos = 0;
-                Some(chunk)
-            }
-            Ok(Ok(chunk)) => {
-                self.start_on(chunk);
-                None
-            }
+            Ok(Ok(chunk)) => Some(chunk),
             Ok(Err(e)) => {
                 self.failed = Some(e);
                 None
@@ -271,7 +276,7 @@ impl Threaded {
     }
 
     /// Makes `chunk` the one [`Read::read`] copies from.
-    fn start_on(&mut self, chunk: Vec<u8>) {
+    pub(crate) fn start_on(&mut self, chunk: Vec<u8>) {
         let spent = std::mem::replace(&mut self.chunk, chunk);
         self.give_back(spent);
         self.pos = HEADROOM.min(self.chunk.len());
@@ -288,16 +293,8 @@ impl Read for Threaded {
             if self.done {
                 return Ok(0);
             }
-            match self.rx.recv() {
-                Ok(Ok(chunk)) => self.start_on(chunk),
-                Ok(Err(e)) => {
-                    self.done = true;
-                    return Err(e);
-                }
-                Err(_) => {
-                    self.done = true;
-                    return Ok(0);
-                }
+            if let Some(chunk) = self.receive() {
+                self.start_on(chunk);
             }
         }
         let rest = self.chunk.get(self.pos..).unwrap_or_default();

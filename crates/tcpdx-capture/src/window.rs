@@ -211,13 +211,12 @@ impl Window {
             return false;
         };
         let at = input::HEADROOM - live;
-        let (Some(head), Some(bytes)) = (
-            chunk.get_mut(at..input::HEADROOM),
-            self.buf.get(self.start..self.end),
-        ) else {
+        let Some(head) = chunk.get_mut(at..input::HEADROOM) else {
+            // Never (chunks carry their headroom); copied the other way rather than lost.
+            source.start_on(chunk);
             return false;
         };
-        head.copy_from_slice(bytes);
+        head.copy_from_slice(self.buf.get(self.start..self.end).unwrap_or_default());
         let offset = self.base.wrapping_add(self.start as u64);
         let end = chunk.len();
         let old = std::mem::replace(&mut self.buf, Arc::new(chunk));

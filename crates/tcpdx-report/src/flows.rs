@@ -427,18 +427,10 @@ mod tests {
         out
     }
 
-    /// Deterministic xorshift64 stream.
-    struct Rng(u64);
+    use crate::fmt::reference::Rng;
+
+    /// Random flow fields for the comparison with the reference.
     impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn one_in(&mut self, n: u64) -> bool {
-            self.next().is_multiple_of(n)
-        }
         /// Mostly small numbers, sometimes any (shifting by a random amount).
         fn any(&mut self) -> u64 {
             let s = self.next() % 64;

@@ -387,7 +387,8 @@ fn write_groups<S: Sink>(s: &mut S, groups: &[u16]) {
     }
 }
 
-/// The formatters as they were, with `format!`: the reference the tests compare with.
+/// The formatters as they were, with `format!`: the reference the tests compare with (and
+/// the random stream they compare on).
 #[cfg(test)]
 pub(crate) mod reference {
     /// `bps` with `format!`.
@@ -419,6 +420,23 @@ pub(crate) mod reference {
     pub fn ms(ns: i64) -> String {
         format!("{:.3}", ns as f64 / 1e6)
     }
+
+    /// Deterministic xorshift64 stream, for the randomized comparisons.
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        /// The next value.
+        pub fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// True once in `n` draws, on average.
+        pub fn one_in(&mut self, n: u64) -> bool {
+            self.next().is_multiple_of(n)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -426,18 +444,7 @@ mod tests {
     use super::*;
     use crate::line::Line;
 
-    use super::reference;
-
-    /// Deterministic xorshift64 stream.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use super::reference::{self, Rng};
 
     /// The text of a [`Fixed`] or [`Human`], checking its announced length.
     fn text(len: usize, write: impl FnOnce(&mut Vec<u8>)) -> String {
