@@ -85,7 +85,7 @@ impl ChunkStore for MemStore {
 }
 
 /// Encoded rounds kept in memory per sender before the full chunks go to the store, in
-/// chunks (tcpdx choice: 4 chunks of 256 rounds, ~14 KB per sender, written as one blob).
+/// chunks (tcpdx choice: 4 chunks of 256 rounds, ~17 KB per sender, written as one blob).
 pub const RESIDENT_CHUNKS: usize = 4;
 
 /// Records of a [`SpillList`] kept in memory per list, written out together when full

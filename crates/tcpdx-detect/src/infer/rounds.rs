@@ -1,9 +1,9 @@
-//! [`Rounds`]: a sender's round trips, stored delta- and varint-encoded in chunks.
+//! [`Rounds`]: a sender's round trips, stored delta-encoded in chunks, each field in as few bytes as it needs.
 //!
 //! A long bulk connection has one round per few segments: kept as a `Vec<Round>` (72 bytes
 //! each, doubling as it grew) they were most of `diagnose`'s memory, and the doubling copies
-//! and fresh pages ~10% of its time. Encoded (a prefix varint per field, [`Enc::put`]), a
-//! typical round takes 10-16 bytes; chunks of
+//! and fresh pages ~10% of its time. Encoded (a header of lengths, then each field in 1,
+//! 2, 4 or 8 bytes, [`Enc`]), a typical round takes 12-18 bytes; chunks of
 //! [`CHUNK`] rounds never move once written and each starts from a clean state, so
 //! iteration can start at any chunk. Lossless: every field decodes to its exact value.
 //!
@@ -22,6 +22,10 @@ use crate::spill::{BlobRef, Spill};
 
 /// Rounds per chunk (tcpdx choice: iteration from an index decodes under one chunk to skip).
 pub const CHUNK: usize = 256;
+
+/// Bytes a chunk is sized for per round (tcpdx choice: a bulk transfer's rounds take
+/// 16-17 bytes on average; a chunk with larger ones grows once).
+const BYTES_PER_ROUND: usize = 17;
 
 /// Rounds the first chunk has room for before it grows (tcpdx choice: a short
 /// connection's whole life).
@@ -78,55 +82,69 @@ pub struct Rounds {
     decoded: Option<Vec<Round>>,
 }
 
-/// Longest encoded round: the flags byte and eight varints of at most 9 bytes.
-const MAX_ROUND_BYTES: usize = 1 + 8 * 9;
+/// Longest encoded round: a 3-byte header and eight values of at most 8 bytes.
+const MAX_ROUND_BYTES: usize = 3 + 8 * 8;
 
-/// One round's bytes, built on the stack and appended with one copy: eight small appends
-/// cost about three times as much (a capacity check and a `memcpy` call each).
+/// Values of a round with a retransmission count and a new window (the most there are).
+const MAX_VALUES: usize = 8;
+
+/// Bits of a header before the values' length codes.
+const FLAG_BITS: u32 = 4;
+
+/// Bytes of the header of a round of `values` values: 4 flag bits and a 2-bit code a value.
+#[inline]
+fn header_len(values: usize) -> usize {
+    if values <= 6 { 2 } else { 3 }
+}
+
+/// The values a round with `flags` holds: six always, the retransmissions and the window
+/// when the flags do not say they are 0 and the previous window.
+#[inline]
+fn value_count(flags: u8) -> usize {
+    6 + usize::from(flags & NO_RETX == 0) + usize::from(flags & SAME_WINDOW == 0)
+}
+
+/// One round's bytes: a header (the flags in its low 4 bits, then for each value 2 bits
+/// giving its length, 1, 2, 4 or 8 bytes), then the values, little-endian. Hand-written
+/// for speed: every value's offset follows from the header alone, so the decoder loads
+/// them all at once, where a varint's length is known only once the previous one has been
+/// read (the prefix varints this replaced decoded at 23 ns a round, a chain of dependent
+/// loads, and LEB128 from `integer-encoding` cost ~580 instructions a round). Built on the
+/// stack and appended with one copy: eight small appends cost about three times as much.
 struct Enc {
-    buf: [u8; MAX_ROUND_BYTES],
+    /// Room for the last value's 8-byte store past the longest round.
+    buf: [u8; MAX_ROUND_BYTES + 8],
     len: usize,
+    header: u32,
+    values: u32,
 }
 
 impl Enc {
     fn new(flags: u8) -> Self {
-        let mut buf = [0; MAX_ROUND_BYTES];
-        buf[0] = flags;
-        Self { buf, len: 1 }
+        Self {
+            buf: [0; MAX_ROUND_BYTES + 8],
+            len: header_len(value_count(flags)),
+            header: u32::from(flags),
+            values: 0,
+        }
     }
 
-    /// Appends `v` as a prefix varint: `n` bytes (1 to 8), little-endian, whose lowest `n`
-    /// bits are `n - 1` ones then a zero and whose other `7 n` bits hold the value; a first
-    /// byte of eight ones means the value follows in 8 bytes. As small as LEB128 (one bit a
-    /// byte), but its length is known from the first byte, so that a value is read with one
-    /// load and two shifts instead of a loop over its bytes. Hand-written: the LEB128 of
-    /// `integer-encoding` cost about 580 instructions a round to encode and decode (a
-    /// tenth of `diagnose` on a bulk transfer, which closes a round every few segments).
+    /// Appends `v` in the fewest of 1, 2, 4 or 8 bytes that hold it.
     #[inline]
     fn put(&mut self, v: u64) {
-        // At most eight values of at most 9 bytes follow the flags: always room.
-        let Some(dst) = self
+        let bits = u64::BITS - (v | 1).leading_zeros();
+        let code = u32::from(bits > 8) + u32::from(bits > 16) + u32::from(bits > 32);
+        // At most MAX_VALUES values (`push` writes a round's): always room.
+        if let Some(dst) = self
             .buf
             .get_mut(self.len..)
-            .and_then(|b| b.first_chunk_mut::<9>())
-        else {
-            return;
-        };
-        let bits = u64::BITS - (v | 1).leading_zeros();
-        if bits <= 56 {
-            let n = bits.div_ceil(7);
-            let tagged = (v << n) | ((1 << (n - 1)) - 1);
-            if let Some(w) = dst.first_chunk_mut::<8>() {
-                *w = tagged.to_le_bytes();
-            }
-            self.len += n as usize;
-        } else {
-            dst[0] = 0xff;
-            if let Some(w) = dst.last_chunk_mut::<8>() {
-                *w = v.to_le_bytes();
-            }
-            self.len += 9;
+            .and_then(|b| b.first_chunk_mut::<8>())
+        {
+            *dst = v.to_le_bytes();
         }
+        self.len += 1 << code;
+        self.header |= code << (FLAG_BITS + 2 * self.values);
+        self.values += 1;
     }
 
     /// Appends `v` zigzag-encoded (small negative numbers stay short).
@@ -135,9 +153,78 @@ impl Enc {
         self.put(((v << 1) ^ (v >> 63)) as u64);
     }
 
-    fn bytes(&self) -> &[u8] {
+    /// The round's bytes, header included.
+    fn bytes(&mut self) -> &[u8] {
+        let h = self.header.to_le_bytes();
+        let n = header_len(self.values as usize);
+        if let (Some(dst), Some(src)) = (self.buf.get_mut(..n), h.get(..n)) {
+            dst.copy_from_slice(src);
+        }
         self.buf.get(..self.len).unwrap_or_default()
     }
+}
+
+/// A round's fields as stored: its flags and its values in order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Raw {
+    flags: u8,
+    values: [u64; MAX_VALUES],
+}
+
+/// Reads the round [`Enc`] wrote at `pos` of `b` and moves past it; `None` if `b` ends
+/// first.
+#[inline]
+fn read(b: &[u8], pos: &mut usize) -> Option<Raw> {
+    let rest = b.get(*pos..)?;
+    let (raw, len) = match rest.first_chunk::<MAX_ROUND_BYTES>() {
+        Some(w) => read_window(w),
+        // The end of a chunk: the round's bytes and zeros after them.
+        None => {
+            let mut w = [0; MAX_ROUND_BYTES];
+            let n = rest.len();
+            w.get_mut(..n)?.copy_from_slice(rest);
+            let (raw, len) = read_window(&w);
+            if len > n || n == 0 {
+                return None;
+            }
+            (raw, len)
+        }
+    };
+    *pos += len;
+    Some(raw)
+}
+
+/// [`read`] from bytes that hold the longest round: each value is one 8-byte load at an
+/// offset the header gives (the last value starts at most 8 bytes before the end), masked
+/// to its length. Returns the round and its length.
+#[inline(always)]
+fn read_window(w: &[u8; MAX_ROUND_BYTES]) -> (Raw, usize) {
+    let h = u32::from_le_bytes([w[0], w[1], w[2], 0]);
+    let flags = (h & ((1 << FLAG_BITS) - 1)) as u8;
+    let count = value_count(flags);
+    let mut codes = h >> FLAG_BITS;
+    let mut at = header_len(count);
+    let mut values = [0; MAX_VALUES];
+    for v in values.iter_mut().take(count) {
+        let len = 1usize << (codes & 3);
+        codes >>= 2;
+        // `at` stays below MAX_ROUND_BYTES - 8 for every value: the bound lets the compiler
+        // drop the range check.
+        let from = at.min(MAX_ROUND_BYTES - 8);
+        let word = w
+            .get(from..from + 8)
+            .and_then(|x| x.first_chunk::<8>())
+            .map_or(0, |x| u64::from_le_bytes(*x));
+        *v = word & (u64::MAX >> (64 - 8 * len));
+        at += len;
+    }
+    (Raw { flags, values }, at)
+}
+
+/// The value [`Enc::put_signed`] wrote.
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 impl Rounds {
@@ -206,7 +293,7 @@ impl Rounds {
                 per_chunk
             };
             self.chunks.push(Chunk {
-                bytes: Vec::with_capacity(rounds * 14),
+                bytes: Vec::with_capacity(rounds * BYTES_PER_ROUND),
                 len: 0,
             });
         }
@@ -462,70 +549,28 @@ impl Decoder<'_> {
     }
 }
 
-/// Reads the value [`Enc::put`] wrote at `pos` of `b` and moves past it; `None` if `b` ends
-/// first.
-#[inline]
-fn take(b: &[u8], pos: &mut usize) -> Option<u64> {
-    let rest = b.get(*pos..)?;
-    let n = rest.first()?.trailing_ones() + 1;
-    if n > 8 {
-        let v = u64::from_le_bytes(*rest.get(1..)?.first_chunk::<8>()?);
-        *pos += 9;
-        return Some(v);
-    }
-    if rest.len() < n as usize {
-        return None;
-    }
-    let w = match rest.first_chunk::<8>() {
-        Some(w) => u64::from_le_bytes(*w),
-        // The end of a chunk: fewer than 8 bytes left.
-        None => {
-            let mut w = [0; 8];
-            for (d, s) in w.iter_mut().zip(rest) {
-                *d = *s;
-            }
-            u64::from_le_bytes(w)
-        }
-    };
-    *pos += n as usize;
-    // Keep the value's `n` bytes, drop the tag's `n` bits.
-    Some((w << (64 - 8 * n)) >> (64 - 7 * n))
-}
-
-/// [`take`] of a value written by [`Enc::put_signed`].
-#[inline]
-fn take_signed(b: &[u8], pos: &mut usize) -> Option<i64> {
-    let v = take(b, pos)?;
-    Some((v >> 1) as i64 ^ -((v & 1) as i64))
-}
-
-/// [`take`] of a value that fits 32 bits.
-#[inline]
-fn take_u32(b: &[u8], pos: &mut usize) -> Option<u32> {
-    u32::try_from(take(b, pos)?).ok()
-}
-
 /// Decodes the round at `pos` of `b`, against `prev`.
 #[inline]
 fn decode(b: &[u8], pos: &mut usize, prev: &mut Prev) -> Option<Round> {
-    let flags = *b.get(*pos)?;
-    *pos += 1;
-    let start = prev.end.wrapping_add(take_signed(b, pos)?);
-    let end = start.wrapping_add(take_signed(b, pos)?);
-    let pkts = take_u32(b, pos)?;
-    let bytes = take(b, pos)?;
-    let acked = take(b, pos)?;
+    let Raw { flags, values } = read(b, pos)?;
+    let mut v = values.into_iter();
+    let mut next = || v.next().unwrap_or(0);
+    let start = prev.end.wrapping_add(unzigzag(next()));
+    let end = start.wrapping_add(unzigzag(next()));
+    let pkts = u32::try_from(next()).ok()?;
+    let bytes = next();
+    let acked = next();
     let retx = if flags & NO_RETX != 0 {
         0
     } else {
-        take_u32(b, pos)?
+        u32::try_from(next()).ok()?
     };
     let rcv_window = if flags & SAME_WINDOW != 0 {
         prev.rcv_window
     } else {
-        take(b, pos)?
+        next()
     };
-    let max_in_flight = take(b, pos)?;
+    let max_in_flight = next();
     *prev = Prev { end, rcv_window };
     Some(Round {
         start,
@@ -726,35 +771,59 @@ mod tests {
     }
 
     #[test]
-    fn varints_round_trip_at_every_length_and_at_the_end_of_the_bytes() {
+    fn values_round_trip_at_every_length_and_at_the_end_of_the_bytes() {
         let mut values = vec![0, 1, u64::MAX, u64::MAX - 1];
         for bits in 1..64 {
             values.extend([(1 << bits) - 1, 1 << bits, (1 << bits) + 1]);
         }
+        // Bytes a value takes, by its size (an independent statement of `Enc::put`'s rule).
+        let len = |v: u64| match v {
+            0..=0xff => 1,
+            0x100..=0xffff => 2,
+            0x1_0000..=0xffff_ffff => 4,
+            _ => 8,
+        };
         for &v in &values {
-            let mut e = Enc::new(0);
-            e.put(v);
-            let bytes = e.bytes().get(1..).unwrap().to_vec();
-            // As long as LEB128 (7 bits a byte) up to 56 bits, 9 bytes beyond.
-            let bits = 64 - (v | 1).leading_zeros() as usize;
-            let want = if bits <= 56 { bits.div_ceil(7) } else { 9 };
-            assert_eq!(bytes.len(), want, "{v:#x}");
-            // Alone (the reader has fewer than 8 bytes), and followed by other bytes.
-            for tail in [&[][..], &[0xff; 16][..]] {
-                let b = [&bytes[..], tail].concat();
-                let mut pos = 0;
-                assert_eq!(take(&b, &mut pos), Some(v), "{v:#x}");
-                assert_eq!(pos, bytes.len());
+            for flags in [0, RWND_LIMITED | NO_RETX | SAME_WINDOW] {
+                let count = value_count(flags);
+                // The value under test in each place, the others small or large.
+                for place in 0..count {
+                    let want: Vec<u64> = (0..count)
+                        .map(|i| if i == place { v } else { (i as u64) << (i * 8) })
+                        .collect();
+                    let mut e = Enc::new(flags);
+                    for &x in &want {
+                        e.put(x);
+                    }
+                    let bytes = e.bytes().to_vec();
+                    let size: usize = want.iter().map(|&x| len(x)).sum();
+                    assert_eq!(bytes.len(), header_len(count) + size, "{v:#x}");
+                    // Alone (the reader has fewer bytes than the longest round), and
+                    // followed by other bytes.
+                    for tail in [&[][..], &[0xff; 80][..]] {
+                        let b = [&bytes[..], tail].concat();
+                        let mut pos = 0;
+                        let raw = read(&b, &mut pos).unwrap();
+                        assert_eq!(raw.flags, flags);
+                        assert_eq!(raw.values.get(..count).unwrap(), &want[..], "{v:#x}");
+                        assert_eq!(pos, bytes.len());
+                    }
+                    // Cut short: nothing.
+                    let mut pos = 0;
+                    assert_eq!(read(&bytes[..bytes.len() - 1], &mut pos), None, "{v:#x}");
+                    assert_eq!(pos, 0);
+                }
             }
-            // Cut short: nothing.
-            let mut pos = 0;
-            assert_eq!(take(&bytes[..bytes.len() - 1], &mut pos), None, "{v:#x}");
         }
         for v in [0, 1, -1, 63, -64, 64, -65, i64::MAX, i64::MIN] {
-            let mut e = Enc::new(0);
+            let mut e = Enc::new(NO_RETX | SAME_WINDOW);
             e.put_signed(v);
-            let mut pos = 1;
-            assert_eq!(take_signed(e.bytes(), &mut pos), Some(v));
+            for _ in 1..6 {
+                e.put(0);
+            }
+            let mut pos = 0;
+            let raw = read(e.bytes(), &mut pos).unwrap();
+            assert_eq!(unzigzag(raw.values[0]), v);
         }
     }
 
