@@ -8,19 +8,9 @@ use std::io::Cursor;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig, EventSink, FrameInput};
-use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
+use tcpdx_testkit::bulk::bulk_capture;
 
 const FRAMES: u64 = 100_000;
-
-fn capture() -> Vec<u8> {
-    let mut pcap = Vec::new();
-    let cfg = BulkConfig {
-        packets: FRAMES,
-        ..BulkConfig::default()
-    };
-    write_bulk(&mut pcap, cfg).expect("generate");
-    pcap
-}
 
 fn reader(pcap: &[u8]) -> CaptureReader {
     CaptureReader::from_reader("bench", Box::new(Cursor::new(pcap.to_vec()))).expect("open")
@@ -37,7 +27,7 @@ impl EventSink for Count {
 }
 
 fn stages(c: &mut Criterion) {
-    let pcap = capture();
+    let pcap = bulk_capture(FRAMES);
     let mut inputs = Vec::new();
     let mut r = reader(&pcap);
     while let Some(f) = r.next_frame().expect("frame") {

@@ -12,7 +12,7 @@ use tcpdx_core::{Analyzer, AnalyzerConfig, EventSink, FrameInput, SegmentAnalysi
 use tcpdx_detect::Diagnoser;
 use tcpdx_detect::infer::rounds::Rounds;
 use tcpdx_detect::infer::sender::Round;
-use tcpdx_testkit::bulk::{BulkConfig, write_bulk};
+use tcpdx_testkit::bulk::bulk_capture;
 
 const FRAMES: u64 = 100_000;
 /// Rounds appended per run of the rounds benchmarks, over [`SENDERS`] senders (a bulk
@@ -22,12 +22,7 @@ const SENDERS: usize = 64;
 
 /// The decoded frames of a generated capture of 64 interleaved bulk transfers.
 fn inputs() -> Vec<FrameInput> {
-    let mut pcap = Vec::new();
-    let cfg = BulkConfig {
-        packets: FRAMES,
-        ..BulkConfig::default()
-    };
-    write_bulk(&mut pcap, cfg).expect("generate");
+    let pcap = bulk_capture(FRAMES);
     let mut r = CaptureReader::from_reader("bench", Box::new(Cursor::new(pcap))).expect("open");
     let mut inputs = Vec::new();
     while let Some(f) = r.next_frame().expect("frame") {

@@ -105,6 +105,18 @@ fn spec(c: &Conn, from_client: bool, seq: u32, ack: u32, flags: u16, len: u32) -
     }
 }
 
+/// The default pattern's capture of `packets` frames, in memory (for the benchmarks).
+pub fn bulk_capture(packets: u64) -> Vec<u8> {
+    let mut pcap = Vec::new();
+    let cfg = BulkConfig {
+        packets,
+        ..BulkConfig::default()
+    };
+    // Writing to a Vec cannot fail.
+    write_bulk(&mut pcap, cfg).expect("generate");
+    pcap
+}
+
 /// `isn + 1 + segments * mss` in sequence space.
 fn at(isn: u32, segments: u32, mss: u32) -> u32 {
     isn.wrapping_add(1).wrapping_add(segments.wrapping_mul(mss))

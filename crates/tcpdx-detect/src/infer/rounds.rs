@@ -115,15 +115,19 @@ struct Enc {
     /// Room for the last value's 8-byte store past the longest round.
     buf: [u8; MAX_ROUND_BYTES + 8],
     len: usize,
+    /// Bytes of the header, from the flags (the values follow).
+    header_len: usize,
     header: u32,
     values: u32,
 }
 
 impl Enc {
     fn new(flags: u8) -> Self {
+        let header_len = header_len(value_count(flags));
         Self {
             buf: [0; MAX_ROUND_BYTES + 8],
-            len: header_len(value_count(flags)),
+            len: header_len,
+            header_len,
             header: u32::from(flags),
             values: 0,
         }
@@ -156,7 +160,7 @@ impl Enc {
     /// The round's bytes, header included.
     fn bytes(&mut self) -> &[u8] {
         let h = self.header.to_le_bytes();
-        let n = header_len(self.values as usize);
+        let n = self.header_len;
         if let (Some(dst), Some(src)) = (self.buf.get_mut(..n), h.get(..n)) {
             dst.copy_from_slice(src);
         }
