@@ -3,7 +3,7 @@
 //! Calling order: `handle_frame` (or `handle_segment` for hand-built input) for every
 //! frame in capture order, then `handle_end` once. Time comes only from the frames.
 
-use tcpdx_wire::{Frame, Timestamp, decode};
+use tcpdx_wire::{Frame, Timestamp};
 
 use crate::config::AnalyzerConfig;
 use crate::event::{AnalysisFlags as F, EventSink, Warning};
@@ -66,6 +66,8 @@ pub struct Analyzer {
     first_ts: Option<Timestamp>,
     stats: InputStats,
     since_sweep: u64,
+    /// Where [`Self::handle_frame`] decodes frames.
+    scratch: Option<Box<FrameInput>>,
 }
 
 impl Analyzer {
@@ -81,6 +83,7 @@ impl Analyzer {
             first_ts: None,
             stats: InputStats::default(),
             since_sweep: 0,
+            scratch: None,
         }
     }
 
@@ -95,11 +98,16 @@ impl Analyzer {
     }
 
     /// Handles one captured frame (any protocol: non-TCP frames only count).
+    #[inline]
     pub fn handle_frame<S: EventSink>(&mut self, frame: &Frame<'_>, sink: &mut S) {
-        let view = decode(frame.link, frame.data, frame.orig_len);
-        let input = FrameInput::from_view(frame.no, frame.ts, &view);
-        let payload = view.tcp.map_or(&[][..], |t| t.payload);
+        // Decoded into the same place every time (see `FrameInput::decode_from`).
+        let mut input = self
+            .scratch
+            .take()
+            .unwrap_or_else(|| Box::new(FrameInput::EMPTY));
+        let payload = input.decode_from(frame);
         self.handle_input_with_payload(&input, payload, sink);
+        self.scratch = Some(input);
     }
 
     /// Handles one frame already decoded by [`FrameInput::classify`] (possibly on another

@@ -41,6 +41,8 @@ use crate::seq::SeqNum;
 mod fast;
 mod walk;
 
+pub use fast::FastTcp;
+
 /// TCP header flag bits (the 9 low bits of bytes 12-13 of the header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
 pub struct TcpFlags(pub u16);
@@ -110,6 +112,17 @@ pub struct TcpOptions {
 }
 
 impl TcpOptions {
+    /// No options (the [`Default`], as a constant).
+    pub const NONE: TcpOptions = TcpOptions {
+        mss: None,
+        window_scale: None,
+        sack_permitted: false,
+        sack: [(SeqNum(0), SeqNum(0)); MAX_SACK_BLOCKS],
+        sack_count: 0,
+        timestamps: None,
+        malformed: false,
+    };
+
     /// The valid SACK blocks.
     pub fn sack_blocks(&self) -> &[(SeqNum, SeqNum)] {
         self.sack
@@ -185,17 +198,22 @@ pub const MAX_LAYERS: usize = 64;
 
 /// Decodes a captured frame. `orig_len` is the on-the-wire length (for the IP length cap).
 pub fn decode(link: LinkType, data: &[u8], orig_len: u32) -> PacketView<'_> {
-    // A record whose captured length exceeds its wire length is inconsistent; trust the
-    // bytes that are there.
-    let wire_len = usize::try_from(orig_len)
-        .unwrap_or(usize::MAX)
-        .max(data.len());
+    let wire_len = wire_len(data, orig_len);
     if link == LinkType::ETHERNET
-        && let Some(view) = fast::ethernet_ipv4_tcp(data, wire_len)
+        && let Some(fast) = FastTcp::ethernet(data, wire_len)
     {
-        return view;
+        return fast.view();
     }
     general(link, data, wire_len)
+}
+
+/// The bytes that existed on the wire: a record whose captured length exceeds its wire
+/// length is inconsistent, and the bytes that are there are trusted.
+#[inline]
+fn wire_len(data: &[u8], orig_len: u32) -> usize {
+    usize::try_from(orig_len)
+        .unwrap_or(usize::MAX)
+        .max(data.len())
 }
 
 /// [`decode`] without the fast path.

@@ -35,7 +35,7 @@ pub mod tcp;
 pub mod tunnel;
 pub mod udp;
 
-pub use decode::{IpInfo, PacketView, TcpFlags, TcpHeader, TcpOptions, decode};
+pub use decode::{FastTcp, IpInfo, PacketView, TcpFlags, TcpHeader, TcpOptions, decode};
 pub use error::{DecodeStop, Layer, StopKind};
 pub use frame::{Frame, FrameNo, LinkType, Timestamp};
 pub use partial::PartialTcp;

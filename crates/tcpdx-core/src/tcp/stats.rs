@@ -35,7 +35,9 @@ impl RttSamples {
         self.rng ^= self.rng << 13 ^ 0x9e37_79b9_7f4a_7c15;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
-        let j = (self.rng % self.count) as usize;
+        // Uniform in 0..count by multiply-shift: a 64-bit division took ~40 cycles per
+        // sample, 6% of a bulk capture's analysis.
+        let j = ((u128::from(self.rng) * u128::from(self.count)) >> 64) as usize;
         if let Some(s) = self.samples.get_mut(j) {
             *s = ns;
         }

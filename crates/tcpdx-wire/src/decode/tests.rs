@@ -976,24 +976,31 @@ mod fast_path {
             let orig = (f.len() as i32 + orig_delta).max(0) as usize;
             f.truncate(cut.max(1));
             let wire_len = orig.max(f.len());
-            if let Some(fast) = fast::ethernet_ipv4_tcp(&f, wire_len) {
+            if let Some(fast) = FastTcp::ethernet(&f, wire_len) {
                 let slow = general(LinkType::ETHERNET, &f, wire_len);
-                prop_assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+                prop_assert_eq!(format!("{:?}", fast.view()), format!("{slow:?}"));
             }
         }
+    }
+
+    #[test]
+    fn no_options_is_the_default() {
+        assert_eq!(TcpOptions::NONE, TcpOptions::default());
     }
 
     #[test]
     fn takes_plain_segments() {
         let ts = [1u8, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9];
         let f = eth(0x0800, &ipv4(6, &tcp(&ts, b"hello")));
-        let v = fast::ethernet_ipv4_tcp(&f, f.len()).expect("fast path");
-        let t = v.tcp.unwrap();
+        let v = FastTcp::parse(LinkType::ETHERNET, &f, f.len() as u32).expect("fast path");
+        let t = v.view().tcp.unwrap();
         assert_eq!((t.payload_len, t.payload), (5, &b"hello"[..]));
         assert_eq!(t.options.timestamps, Some((7, 9)));
         // IP options (a source route may change the destination) go the general way.
         let mut opt = ipv4(6, &tcp(&[], b""));
         opt[0] = 0x46;
-        assert!(fast::ethernet_ipv4_tcp(&eth(0x0800, &opt), 60).is_none());
+        assert!(FastTcp::parse(LinkType::ETHERNET, &eth(0x0800, &opt), 60).is_none());
+        // Another link type never takes it.
+        assert!(FastTcp::parse(LinkType::RAW, &f, f.len() as u32).is_none());
     }
 }
