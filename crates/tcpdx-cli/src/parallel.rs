@@ -36,7 +36,7 @@ use tcpdx_storage::{
     Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
     Transaction,
 };
-use tcpdx_wire::{FrameNo, Timestamp, decode};
+use tcpdx_wire::{Frame, FrameNo, Timestamp};
 
 use crate::progress::Progress;
 
@@ -326,6 +326,8 @@ fn read_and_route(
     let mut in_batch = 0usize;
     let mut batch_bytes = 0usize;
     let mut frames = 0u64;
+    // Every frame is decoded here, in place (`FrameInput::decode_from`).
+    let mut input = FrameInput::EMPTY;
     let flush = |bufs: &mut Vec<Batch>, route: &mut Vec<u8>| -> bool {
         for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
             // Reuse the vectors workers hand back: a fresh large one per batch costs page faults.
@@ -347,35 +349,42 @@ fn read_and_route(
                 break;
             }
         };
-        let (input, worker, mut at, long) = {
+        let (worker, mut at, long) = {
             let data = reader.bytes_of(&frame);
-            let view = decode(frame.link, data, frame.orig_len);
-            let input = FrameInput::from_view(frame.no, frame.ts, &view);
+            let f = Frame {
+                no: frame.no,
+                ts: frame.ts,
+                link: frame.link,
+                orig_len: frame.orig_len,
+                interface: frame.interface,
+                data,
+            };
+            let payload = input.decode_from(&f);
             let worker = worker_of(&input, n);
             // The storage parsers' payload: copied if short, else its range in the buffer.
             let mut at = Payload::default();
             let mut long = None;
-            if let (Some(cfg), FrameInput::Segment(seg), Some(tcp), Some(w)) =
-                (&routing.payloads, &input, view.tcp, worker)
-                && !tcp.payload.is_empty()
+            if let (Some(cfg), FrameInput::Segment(seg), Some(w)) =
+                (&routing.payloads, &input, worker)
+                && !payload.is_empty()
                 && cfg.may_parse(seg.src.port, seg.dst.port)
             {
-                batch_bytes += tcp.payload.len();
-                if tcp.payload.len() < SHARE_FROM {
+                batch_bytes += payload.len();
+                if payload.len() < SHARE_FROM {
                     let b = &mut bufs[w];
                     at = Payload {
                         buf: COPIED,
                         start: b.bytes.len() as u32,
-                        len: tcp.payload.len() as u32,
+                        len: payload.len() as u32,
                     };
-                    b.bytes.extend_from_slice(tcp.payload);
+                    b.bytes.extend_from_slice(payload);
                 } else {
                     // The payload is a part of the frame's bytes.
-                    let offset = tcp.payload.as_ptr().addr() - data.as_ptr().addr();
-                    long = Some((frame.start + offset, tcp.payload.len()));
+                    let offset = payload.as_ptr().addr() - data.as_ptr().addr();
+                    long = Some((frame.start + offset, payload.len()));
                 }
             }
-            (input, worker, at, long)
+            (worker, at, long)
         };
         let ts = input.ts();
         if first_ts.is_none() {

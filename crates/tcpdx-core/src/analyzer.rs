@@ -206,7 +206,9 @@ impl Analyzer {
         let (key, _) = FlowKey::new(seg.src, seg.dst);
         let mut initial = F::default();
         let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
-        let slot = match self.table.lookup(&key) {
+        let conns = &self.conns;
+        let holds = |s: usize| conns.get(s).is_some_and(|c| c.key == key);
+        let slot = match self.table.lookup(&key, holds) {
             Lookup::Missing => match self.evicted.take(&key) {
                 Some(e) => {
                     let dir = if seg.src == e.client {
@@ -308,7 +310,9 @@ impl Analyzer {
             sink.flow_evicted(&c.summary());
             self.stats.evicted_flows += 1;
             // A connection replaced by a newer one on the same 4-tuple is no longer bound.
-            if self.table.lookup(&c.key) == Lookup::Existing(victim) {
+            let conns = &self.conns;
+            let holds = |s: usize| conns.get(s).is_some_and(|x| x.key == c.key);
+            if self.table.lookup(&c.key, holds) == Lookup::Existing(victim) {
                 self.table.unbind(&c.key);
                 self.stats.forgotten_flows += self.evicted.insert(c.key, c.evicted());
             }

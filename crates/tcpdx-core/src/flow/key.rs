@@ -62,13 +62,6 @@ fn endpoint(bits: u128, v6: bool, port: u16) -> Endpoint {
 }
 
 impl FlowKey {
-    /// A key of zeros (a placeholder).
-    pub(crate) const ZERO: FlowKey = FlowKey {
-        addrs: [0; 2],
-        ports: 0,
-        v6: 0,
-    };
-
     /// Builds the key of a segment from `src` to `dst`; also returns whether src is `lo`.
     /// Endpoints sort as [`Endpoint`]'s `Ord` does (IPv4 before IPv6, then address, then
     /// port).
@@ -91,12 +84,6 @@ impl FlowKey {
             }
         };
         (key, src_lo)
-    }
-
-    /// The lower endpoint's port (high half) and the higher endpoint's (low half).
-    #[inline]
-    pub(crate) fn ports(&self) -> u32 {
-        self.ports
     }
 
     /// The lower endpoint.
