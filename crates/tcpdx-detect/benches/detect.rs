@@ -61,7 +61,7 @@ fn round(i: u64) -> Round {
 fn filled() -> Vec<Rounds> {
     let mut rs: Vec<Rounds> = (0..SENDERS).map(|_| Rounds::default()).collect();
     for i in 0..ROUNDS {
-        rs[i as usize % SENDERS].push(round(i));
+        rs[i as usize % SENDERS].push(&round(i));
     }
     rs
 }

@@ -77,7 +77,10 @@ pub struct Rounds {
     /// The chunks in memory, after the blobs' (all full but the last).
     chunks: Vec<Chunk>,
     len: usize,
-    last: Option<Round>,
+    /// What the next round is encoded against (the latest round's end and window).
+    prev: Prev,
+    /// Segments of the latest round.
+    last_pkts: u32,
     /// Every round, once [`Rounds::decode_all`] ran (the chunks are then freed).
     decoded: Option<Vec<Round>>,
 }
@@ -109,11 +112,13 @@ fn value_count(flags: u8) -> usize {
 /// for speed: every value's offset follows from the header alone, so the decoder loads
 /// them all at once, where a varint's length is known only once the previous one has been
 /// read (the prefix varints this replaced decoded at 23 ns a round, a chain of dependent
-/// loads, and LEB128 from `integer-encoding` cost ~580 instructions a round). Built on the
-/// stack and appended with one copy: eight small appends cost about three times as much.
-struct Enc {
-    /// Room for the last value's 8-byte store past the longest round.
-    buf: [u8; MAX_ROUND_BYTES + 8],
+/// loads, and LEB128 from `integer-encoding` cost ~580 instructions a round). Written in
+/// place at the end of its chunk ([`Rounds::push`]): built in a zeroed buffer on the stack
+/// and copied, a round cost ~20 ns more, mostly waiting on that copy's loads of the
+/// values' unaligned stores, which the CPU cannot forward.
+struct Enc<'a> {
+    /// Room for the longest round and the last value's 8-byte store past it.
+    buf: &'a mut [u8; MAX_ROUND_BYTES + 8],
     len: usize,
     /// Bytes of the header, from the flags (the values follow).
     header_len: usize,
@@ -121,11 +126,11 @@ struct Enc {
     values: u32,
 }
 
-impl Enc {
-    fn new(flags: u8) -> Self {
+impl<'a> Enc<'a> {
+    fn new(flags: u8, buf: &'a mut [u8; MAX_ROUND_BYTES + 8]) -> Self {
         let header_len = header_len(value_count(flags));
         Self {
-            buf: [0; MAX_ROUND_BYTES + 8],
+            buf,
             len: header_len,
             header_len,
             header: u32::from(flags),
@@ -157,14 +162,14 @@ impl Enc {
         self.put(((v << 1) ^ (v >> 63)) as u64);
     }
 
-    /// The round's bytes, header included.
-    fn bytes(&mut self) -> &[u8] {
+    /// Writes the header; the round's length.
+    fn finish(self) -> usize {
         let h = self.header.to_le_bytes();
         let n = self.header_len;
         if let (Some(dst), Some(src)) = (self.buf.get_mut(..n), h.get(..n)) {
             dst.copy_from_slice(src);
         }
-        self.buf.get(..self.len).unwrap_or_default()
+        self.len
     }
 }
 
@@ -273,40 +278,22 @@ impl Rounds {
     }
 
     /// Appends a round.
-    pub fn push(&mut self, r: Round) {
+    pub fn push(&mut self, r: &Round) {
+        self.last_pkts = r.pkts;
         if let Some(d) = &mut self.decoded {
-            d.push(r);
+            d.push(*r);
             self.len += 1;
-            self.last = Some(r);
             return;
         }
         let per_chunk = self.chunk_rounds();
         let fresh = self.chunks.last().is_none_or(|c| c.len >= per_chunk);
         if fresh {
-            // A full chunk is final: give back its growth slack, or write it out.
-            if let Some(full) = self.chunks.last_mut() {
-                full.bytes.shrink_to_fit();
-            }
-            self.maybe_spill();
-            // Sized for typical rounds, so most chunks never reallocate; but the first one
-            // starts small: most connections are short, and thousands of them live at once
-            // (a full chunk's 3.5 KB each was 10% of `diagnose`'s memory on such captures).
-            let rounds = if self.len == 0 {
-                FIRST_CHUNK_ROUNDS.min(per_chunk)
-            } else {
-                per_chunk
-            };
-            self.chunks.push(Chunk {
-                bytes: Vec::with_capacity(rounds * BYTES_PER_ROUND),
-                len: 0,
-            });
+            self.new_chunk(per_chunk);
         }
-        let prev = match (&self.last, fresh) {
-            (Some(l), false) => Prev {
-                end: l.end,
-                rcv_window: l.rcv_window,
-            },
-            _ => Prev::default(),
+        let prev = if fresh { Prev::default() } else { self.prev };
+        self.prev = Prev {
+            end: r.end,
+            rcv_window: r.rcv_window,
         };
         let Some(c) = self.chunks.last_mut() else {
             return;
@@ -324,7 +311,17 @@ impl Rounds {
         if r.retx == 0 {
             flags |= NO_RETX;
         }
-        let mut e = Enc::new(flags);
+        // Room for the longest round at the chunk's end, cut back to the round's length.
+        let at = c.bytes.len();
+        c.bytes.resize(at + MAX_ROUND_BYTES + 8, 0);
+        let Some(buf) = c
+            .bytes
+            .get_mut(at..)
+            .and_then(|b| b.first_chunk_mut::<{ MAX_ROUND_BYTES + 8 }>())
+        else {
+            return;
+        };
+        let mut e = Enc::new(flags, buf);
         e.put_signed(r.start.wrapping_sub(prev.end));
         e.put_signed(r.end.wrapping_sub(r.start));
         e.put(u64::from(r.pkts));
@@ -337,10 +334,33 @@ impl Rounds {
             e.put(r.rcv_window);
         }
         e.put(r.max_in_flight);
-        c.bytes.extend_from_slice(e.bytes());
+        let n = e.finish();
+        c.bytes.truncate(at + n);
         c.len += 1;
         self.len += 1;
-        self.last = Some(r);
+    }
+
+    /// Starts a chunk (out of line: once per [`CHUNK`] rounds).
+    #[inline(never)]
+    fn new_chunk(&mut self, per_chunk: usize) {
+        // A full chunk is final: give back its growth slack, or write it out.
+        if let Some(full) = self.chunks.last_mut() {
+            full.bytes.shrink_to_fit();
+        }
+        self.maybe_spill();
+        // Sized for typical rounds, so most chunks never reallocate; but the first one
+        // starts small: most connections are short, and thousands of them live at once
+        // (a full chunk's 3.5 KB each was 10% of `diagnose`'s memory on such captures).
+        // Plus the room for a longest round that each round is written into.
+        let rounds = if self.len == 0 {
+            FIRST_CHUNK_ROUNDS.min(per_chunk)
+        } else {
+            per_chunk
+        };
+        self.chunks.push(Chunk {
+            bytes: Vec::with_capacity(rounds * BYTES_PER_ROUND + MAX_ROUND_BYTES + 8),
+            len: 0,
+        });
     }
 
     /// Number of rounds.
@@ -353,9 +373,9 @@ impl Rounds {
         self.len == 0
     }
 
-    /// The latest round.
-    pub fn last(&self) -> Option<&Round> {
-        self.last.as_ref()
+    /// Segments of the latest round (0 without one).
+    pub fn last_pkts(&self) -> u32 {
+        self.last_pkts
     }
 
     /// Bytes the encoded rounds take in memory (for tests and the memory notes).
@@ -629,7 +649,7 @@ impl FromIterator<Round> for Rounds {
 impl Extend<Round> for Rounds {
     fn extend<I: IntoIterator<Item = Round>>(&mut self, iter: I) {
         for x in iter {
-            self.push(x);
+            self.push(&x);
         }
     }
 }
@@ -674,7 +694,7 @@ mod tests {
         let want: Vec<Round> = (0..n).map(round).collect();
         let mut r: Rounds = want.iter().copied().collect();
         assert_eq!(r.len(), n);
-        assert_eq!(r.last(), want.last());
+        assert_eq!(r.last_pkts(), want.last().unwrap().pkts);
         assert_eq!(r.iter().collect::<Vec<_>>(), want);
         let check = |r: &Rounds| {
             for first in [
@@ -698,7 +718,7 @@ mod tests {
         r.decode_all();
         assert_eq!(r.encoded_bytes(), 0);
         check(&r);
-        r.push(round(n));
+        r.push(&round(n));
         assert_eq!(r.len(), n + 1);
         assert_eq!(r.iter_from(n).collect::<Vec<_>>(), vec![round(n)]);
     }
@@ -795,11 +815,13 @@ mod tests {
                     let want: Vec<u64> = (0..count)
                         .map(|i| if i == place { v } else { (i as u64) << (i * 8) })
                         .collect();
-                    let mut e = Enc::new(flags);
+                    let mut buf = [0; MAX_ROUND_BYTES + 8];
+                    let mut e = Enc::new(flags, &mut buf);
                     for &x in &want {
                         e.put(x);
                     }
-                    let bytes = e.bytes().to_vec();
+                    let n = e.finish();
+                    let bytes = buf[..n].to_vec();
                     let size: usize = want.iter().map(|&x| len(x)).sum();
                     assert_eq!(bytes.len(), header_len(count) + size, "{v:#x}");
                     // Alone (the reader has fewer bytes than the longest round), and
@@ -820,13 +842,15 @@ mod tests {
             }
         }
         for v in [0, 1, -1, 63, -64, 64, -65, i64::MAX, i64::MIN] {
-            let mut e = Enc::new(NO_RETX | SAME_WINDOW);
+            let mut buf = [0; MAX_ROUND_BYTES + 8];
+            let mut e = Enc::new(NO_RETX | SAME_WINDOW, &mut buf);
             e.put_signed(v);
             for _ in 1..6 {
                 e.put(0);
             }
+            let n = e.finish();
             let mut pos = 0;
-            let raw = read(e.bytes(), &mut pos).unwrap();
+            let raw = read(&buf[..n], &mut pos).unwrap();
             assert_eq!(unzigzag(raw.values[0]), v);
         }
     }
@@ -854,7 +878,7 @@ mod tests {
     fn empty() {
         let r = Rounds::default();
         assert!(r.is_empty());
-        assert!(r.last().is_none());
+        assert_eq!(r.last_pkts(), 0);
         assert_eq!(r.iter_from(3).count(), 0);
     }
 }

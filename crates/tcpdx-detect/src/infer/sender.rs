@@ -299,6 +299,26 @@ struct RoundAcc {
     max_in_flight: u64,
 }
 
+impl RoundAcc {
+    /// Opens a new round at `start` that the ACK of `end_seq` closes.
+    ///
+    /// Field by field: assigning a whole struct built its value on the stack and copied
+    /// it, with wide loads of the narrow stores just made, which the CPU cannot forward.
+    #[inline]
+    fn open(&mut self, start: i64, end_seq: u64, ack_at_start: u64) {
+        self.active = true;
+        self.start = start;
+        self.end_seq = end_seq;
+        self.ack_at_start = ack_at_start;
+        self.pkts = 0;
+        self.bytes = 0;
+        self.retx = 0;
+        self.rwnd_limited = false;
+        self.in_recovery = false;
+        self.max_in_flight = 0;
+    }
+}
+
 /// The sender-side inference of one direction of one connection.
 #[derive(Clone, Debug, Default)]
 pub struct SenderState {
@@ -511,13 +531,7 @@ impl SenderState {
         }
         // Round accounting: a round opens with the first segment sent while none is open.
         if !self.round.active {
-            self.round = RoundAcc {
-                active: true,
-                start: ts,
-                end_seq: end.max(self.snd_nxt),
-                ack_at_start: self.snd_una,
-                ..RoundAcc::default()
-            };
+            self.round.open(ts, end.max(self.snd_nxt), self.snd_una);
         }
         self.round.pkts += 1;
         self.round.bytes += len;
@@ -577,7 +591,7 @@ impl SenderState {
             spurious: 0,
             retx_unseen: 0,
             timeout: false,
-            window_before: self.rounds.last().map_or(0, |r| r.pkts),
+            window_before: self.rounds.last_pkts(),
             kind: RecoveryKind::Other,
             next_round: 0,
         });
@@ -790,7 +804,7 @@ impl SenderState {
                 spurious: 0,
                 retx_unseen: 0,
                 timeout: false,
-                window_before: self.rounds.last().map_or(0, |r| r.pkts),
+                window_before: self.rounds.last_pkts(),
                 kind: RecoveryKind::Other,
                 next_round: 0,
             });
@@ -812,19 +826,14 @@ impl SenderState {
             };
             // A round in which nothing was sent says nothing about the window.
             if r.pkts > 0 && self.rounds.len() < MAX_ROUNDS {
-                self.rounds.push(r);
+                self.rounds.push(&r);
             }
-            self.round = if self.snd_nxt > ack {
-                RoundAcc {
-                    active: true,
-                    start: ts,
-                    end_seq: self.snd_nxt,
-                    ack_at_start: ack,
-                    ..RoundAcc::default()
-                }
+            if self.snd_nxt > ack {
+                self.round.open(ts, self.snd_nxt, ack);
             } else {
-                RoundAcc::default()
-            };
+                // The other fields are read only while a round is open.
+                self.round.active = false;
+            }
         }
         self.last_ack = ts;
         self.last_ack_frame = a.frame.0;
