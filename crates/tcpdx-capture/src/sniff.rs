@@ -47,6 +47,22 @@ pub struct CaptureFormat {
     pub compression: Compression,
 }
 
+impl Compression {
+    /// The compression of the file at `path`, from its first bytes; `None` if it cannot be
+    /// read or is standard input (whose bytes cannot be looked at twice). For choices made
+    /// before opening a capture (the CLI's default thread count).
+    pub fn of_path(path: &std::path::Path) -> Option<Compression> {
+        use std::io::Read;
+        if path.as_os_str() == "-" {
+            return None;
+        }
+        let mut head = [0; MAGIC_LEN];
+        let mut f = std::fs::File::open(path).ok()?;
+        let n = f.read(&mut head).ok()?;
+        Some(compression(head.get(..n)?))
+    }
+}
+
 impl fmt::Display for Compression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -178,6 +194,33 @@ mod tests {
         assert_eq!(compression(&[0x28, 0xb5, 0x2f]), Compression::None);
         assert_eq!(compression(&[0xd4, 0xc3, 0xb2, 0xa1]), Compression::None);
         assert_eq!(compression(&[]), Compression::None);
+    }
+
+    #[test]
+    fn compression_of_a_path() {
+        let dir = std::env::temp_dir().join(format!("tcpdx-sniff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes, want) in [
+            ("a.gz", &[0x1f, 0x8b, 8, 0, 1][..], Some(Compression::Gzip)),
+            (
+                "a.zst",
+                &[0x28, 0xb5, 0x2f, 0xfd][..],
+                Some(Compression::Zstd),
+            ),
+            (
+                "a.pcap",
+                &[0xd4, 0xc3, 0xb2, 0xa1, 2][..],
+                Some(Compression::None),
+            ),
+            ("short", &[0x1f][..], Some(Compression::None)),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, bytes).unwrap();
+            assert_eq!(Compression::of_path(&p), want, "{name}");
+        }
+        assert_eq!(Compression::of_path(&dir.join("missing")), None);
+        assert_eq!(Compression::of_path(std::path::Path::new("-")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

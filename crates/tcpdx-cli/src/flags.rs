@@ -76,7 +76,8 @@ pub struct Common {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
-    /// Analysis threads (default: the number of cores). Output is the same for any value.
+    /// Analysis threads (default: the number of cores, less one for a compressed file's
+    /// decompression). Output is the same for any value.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Connections tracked at once; beyond it the least recently active one is evicted:
@@ -130,7 +131,8 @@ pub struct DiagnoseArgs {
     /// Only connections with this port at either end (repeatable).
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
-    /// Analysis threads (default: the number of cores). Output is the same for any value.
+    /// Analysis threads (default: the number of cores, less one for a compressed file's
+    /// decompression). Output is the same for any value.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Connections tracked at once; beyond it the least recently active one is evicted:
@@ -148,11 +150,11 @@ pub struct DiagnoseArgs {
 }
 
 impl Common {
-    /// Worker threads to use: `--threads`, else the machine's cores.
+    /// Worker threads to use: `--threads`, else [`default_threads`] for the file.
     pub fn worker_threads(&self) -> usize {
         match self.threads {
             Some(n) => usize::from(n),
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => default_threads(&self.file),
         }
     }
 }
@@ -322,12 +324,34 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
     args
 }
 
+/// Analysis threads when `--threads` is not given: every core, but one for the decompressing
+/// thread when `file` is compressed. On two cores, a compressed capture analysed on two
+/// threads beside its decompression ran 5-20% slower than on one (bench/results.md).
+pub fn default_threads(file: &std::path::Path) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let compressed = tcpdx_capture::Compression::of_path(file)
+        .is_some_and(|c| c != tcpdx_capture::Compression::None);
+    cores.saturating_sub(usize::from(compressed)).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn v(a: &[&str]) -> Vec<std::ffi::OsString> {
         a.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn a_compressed_file_leaves_a_core_to_its_decompression() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let dir = tempfile::tempdir().unwrap();
+        let (gz, plain) = (dir.path().join("c.pcap.gz"), dir.path().join("c.pcap"));
+        std::fs::write(&gz, [0x1f, 0x8b, 8, 0]).unwrap();
+        std::fs::write(&plain, [0xd4, 0xc3, 0xb2, 0xa1]).unwrap();
+        assert_eq!(default_threads(&gz), cores.saturating_sub(1).max(1));
+        assert_eq!(default_threads(&plain), cores);
+        assert_eq!(default_threads(std::path::Path::new("-")), cores);
     }
 
     #[test]
