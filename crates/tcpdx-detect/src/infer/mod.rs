@@ -132,33 +132,37 @@ impl Handshake {
 
 /// Everything inferred about one connection.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct ConnTracker {
+    // Declared hot first (`repr(C)` keeps this order): what every segment reads or writes
+    // here shares a cache line or two, ahead of the senders' state (see `SenderState`).
+    started: bool,
+    /// A FIN was sent in each direction.
+    fin: [bool; 2],
+    /// A RST was sent.
+    rst: bool,
+    last_data_dir: Option<Dir>,
     /// `tcp.stream`.
     pub stream: u32,
-    /// Data sent by the client, by the server (indexed by `Dir::idx()`).
-    pub senders: [SenderState; 2],
-    /// Handshake.
-    pub handshake: Handshake,
-    /// Silent gaps of at least [`GAP_MIN_NS`] (capped).
-    pub gaps: Vec<Gap>,
-    /// First segment.
-    pub first_ts: i64,
     /// Last segment.
     pub last_ts: i64,
     /// Last frame.
     pub last_frame: u64,
     /// Segments seen per direction.
     pub segments: [u64; 2],
+    /// Handshake.
+    pub handshake: Handshake,
+    /// Silent gaps of at least [`GAP_MIN_NS`] (capped).
+    pub gaps: Vec<Gap>,
+    // Each sender's state, then what only the start and the diagnosis read.
+    /// Data sent by the client, by the server (indexed by `Dir::idx()`).
+    pub senders: [SenderState; 2],
+    /// First segment.
+    pub first_ts: i64,
     /// Capture start (ns since epoch), for relative times.
     pub capture_start: i64,
     /// Client and server as `ip:port`.
     pub endpoints: [String; 2],
-    last_data_dir: Option<Dir>,
-    started: bool,
-    /// A FIN was sent in each direction.
-    fin: [bool; 2],
-    /// A RST was sent.
-    rst: bool,
 }
 
 impl ConnTracker {
