@@ -904,36 +904,26 @@ mod tests {
 
     #[test]
     fn typical_rounds_are_small() {
-        // Back-to-back rounds of a bulk sender: 1 ms each, 10 segments, same window.
-        let r: Rounds = (0..1000)
-            .map(|i| Round {
-                start: 1_700_000_000_000_000_000 + i * 1_000_000,
-                end: 1_700_000_000_000_000_000 + (i + 1) * 1_000_000,
-                pkts: 10,
-                bytes: 14_480,
-                acked: 14_480,
-                rcv_window: 3 << 20,
-                max_in_flight: 14_480,
-                ..Round::default()
-            })
-            .collect();
+        // Back-to-back rounds of a bulk sender: 1 ms each, about 10 segments, same window.
+        let bulk = |pkts: fn(i64) -> u32| -> Rounds {
+            (0..1000)
+                .map(|i| Round {
+                    start: 1_700_000_000_000_000_000 + i * 1_000_000,
+                    end: 1_700_000_000_000_000_000 + (i + 1) * 1_000_000,
+                    pkts: pkts(i),
+                    bytes: 14_480,
+                    acked: 14_480,
+                    rcv_window: 3 << 20,
+                    max_in_flight: 14_480,
+                    ..Round::default()
+                })
+                .collect()
+        };
         // The same shape each time: a header, the gap (0) and the duration (1 ms).
-        let per_round = r.encoded_bytes() as f64 / 1000.0;
+        let per_round = bulk(|_| 10).encoded_bytes() as f64 / 1000.0;
         assert!(per_round <= 8.0, "{per_round} bytes per round");
         // Another shape every round: each value encoded.
-        let varied: Rounds = (0..1000u64)
-            .map(|i| Round {
-                start: 1_700_000_000_000_000_000 + i as i64 * 1_000_000,
-                end: 1_700_000_000_000_000_000 + (i as i64 + 1) * 1_000_000,
-                pkts: 10 + (i % 2) as u32,
-                bytes: 14_480,
-                acked: 14_480,
-                rcv_window: 3 << 20,
-                max_in_flight: 14_480,
-                ..Round::default()
-            })
-            .collect();
-        let per_round = varied.encoded_bytes() as f64 / 1000.0;
+        let per_round = bulk(|i| 10 + (i % 2) as u32).encoded_bytes() as f64 / 1000.0;
         assert!(per_round < 16.0, "{per_round} bytes per round");
     }
 

@@ -136,6 +136,29 @@ pub struct LossEpisode {
 }
 
 impl LossEpisode {
+    /// An episode opened at `ts` by frame `frame`, until `recovery_point` is acknowledged;
+    /// the sender's last round had `window_before` segments.
+    fn open(ts: i64, frame: u64, recovery_point: u64, window_before: u32) -> Self {
+        LossEpisode {
+            start: ts,
+            start_frame: frame,
+            end: ts,
+            end_frame: 0,
+            recovery_point,
+            third_dupack_frame: None,
+            first_retx_frame: None,
+            fast_retx_frame: None,
+            dupacks: 0,
+            retx: 0,
+            spurious: 0,
+            retx_unseen: 0,
+            timeout: false,
+            window_before,
+            kind: RecoveryKind::Other,
+            next_round: 0,
+        }
+    }
+
     /// Duration in ns.
     pub fn duration(&self) -> i64 {
         (self.end - self.start).max(0)
@@ -590,25 +613,10 @@ impl SenderState {
         let silence = ts - self.last_send.max(self.last_ack);
         let threshold = (RTO_MIN_SILENCE_RTTS * path_rtt).max(RTO_MIN_SILENCE_NS);
         let timeout = !a.flags.has(F::FAST_RETRANSMISSION) && silence >= threshold;
+        let (frame, recovery_point) = (a.frame.0, self.snd_nxt.max(end));
+        let window_before = self.rounds.last_pkts();
         let ep = self.episode.get_or_insert_with(|| {
-            Box::new(LossEpisode {
-                start: ts,
-                start_frame: a.frame.0,
-                end: ts,
-                end_frame: 0,
-                recovery_point: self.snd_nxt.max(end),
-                third_dupack_frame: None,
-                first_retx_frame: None,
-                fast_retx_frame: None,
-                dupacks: 0,
-                retx: 0,
-                spurious: 0,
-                retx_unseen: 0,
-                timeout: false,
-                window_before: self.rounds.last_pkts(),
-                kind: RecoveryKind::Other,
-                next_round: 0,
-            })
+            Box::new(LossEpisode::open(ts, frame, recovery_point, window_before))
         });
         ep.retx += 1;
         if ep.retx == 1 {
@@ -812,22 +820,9 @@ impl SenderState {
         } else if (dupack || sack_above) && self.snd_nxt > ack {
             self.pending_dupacks += 1;
             self.episode = Some(Box::new(LossEpisode {
-                start: ts,
-                start_frame: a.frame.0,
-                end: ts,
-                end_frame: 0,
-                recovery_point: self.snd_nxt,
                 third_dupack_frame: (a.dup_ack_num == Some(3)).then_some(a.frame.0),
-                first_retx_frame: None,
-                fast_retx_frame: None,
                 dupacks: u32::from(dupack),
-                retx: 0,
-                spurious: 0,
-                retx_unseen: 0,
-                timeout: false,
-                window_before: self.rounds.last_pkts(),
-                kind: RecoveryKind::Other,
-                next_round: 0,
+                ..LossEpisode::open(ts, a.frame.0, self.snd_nxt, self.rounds.last_pkts())
             }));
         }
         // Round accounting: the ACK covering the round's first data closes it.
