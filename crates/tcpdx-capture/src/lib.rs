@@ -254,16 +254,7 @@ impl CaptureReader {
         let Some(f) = self.next_frame_at()? else {
             return Ok(None);
         };
-        // The parsers check that the record holds its captured bytes.
-        let data = self.bytes_of(&f);
-        Ok(Some(Frame {
-            no: f.no,
-            ts: f.ts,
-            link: f.link,
-            orig_len: f.orig_len,
-            interface: f.interface,
-            data,
-        }))
+        Ok(Some(self.frame_of(&f)))
     }
 
     /// [`Self::next_frame`], telling where the frame's bytes lie instead of borrowing them:
@@ -338,6 +329,21 @@ impl CaptureReader {
     #[inline]
     pub fn bytes_of(&self, f: &FrameAt) -> &[u8] {
         self.window.buffer().get(f.range()).unwrap_or_default()
+    }
+
+    /// `f`, the frame last handed out by [`Self::next_frame_at`], with its bytes borrowed
+    /// ([`Self::next_frame`]'s frame).
+    #[inline]
+    pub fn frame_of(&self, f: &FrameAt) -> Frame<'_> {
+        // The parsers check that the record holds its captured bytes.
+        Frame {
+            no: f.no,
+            ts: f.ts,
+            link: f.link,
+            orig_len: f.orig_len,
+            interface: f.interface,
+            data: self.bytes_of(f),
+        }
     }
 
     /// The buffer the frame last handed out by [`Self::next_frame_at`] lies in. The reader

@@ -36,7 +36,7 @@ use tcpdx_storage::{
     Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
     Transaction,
 };
-use tcpdx_wire::{Frame, FrameNo, Timestamp};
+use tcpdx_wire::{FrameNo, Timestamp};
 
 use crate::progress::Progress;
 
@@ -350,15 +350,7 @@ fn read_and_route(
             }
         };
         let (worker, mut at, long) = {
-            let data = reader.bytes_of(&frame);
-            let f = Frame {
-                no: frame.no,
-                ts: frame.ts,
-                link: frame.link,
-                orig_len: frame.orig_len,
-                interface: frame.interface,
-                data,
-            };
+            let f = reader.frame_of(&frame);
             let payload = input.decode_from(&f);
             let worker = worker_of(&input, n);
             // The storage parsers' payload: copied if short, else its range in the buffer.
@@ -380,7 +372,7 @@ fn read_and_route(
                     b.bytes.extend_from_slice(payload);
                 } else {
                     // The payload is a part of the frame's bytes.
-                    let offset = payload.as_ptr().addr() - data.as_ptr().addr();
+                    let offset = payload.as_ptr().addr() - f.data.as_ptr().addr();
                     long = Some((frame.start + offset, payload.len()));
                 }
             }

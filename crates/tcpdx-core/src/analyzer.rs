@@ -206,9 +206,7 @@ impl Analyzer {
         let (key, _) = FlowKey::new(seg.src, seg.dst);
         let mut initial = F::default();
         let (syn, ack) = (seg.flags.syn(), seg.flags.ack());
-        let conns = &self.conns;
-        let holds = |s: usize| conns.get(s).is_some_and(|c| c.key == key);
-        let slot = match self.table.lookup(&key, holds) {
+        let slot = match self.table.lookup(&key, holds(&self.conns, &key)) {
             Lookup::Missing => match self.evicted.take(&key) {
                 Some(e) => {
                     let dir = if seg.src == e.client {
@@ -310,9 +308,7 @@ impl Analyzer {
             sink.flow_evicted(&c.summary());
             self.stats.evicted_flows += 1;
             // A connection replaced by a newer one on the same 4-tuple is no longer bound.
-            let conns = &self.conns;
-            let holds = |s: usize| conns.get(s).is_some_and(|x| x.key == c.key);
-            if self.table.lookup(&c.key, holds) == Lookup::Existing(victim) {
+            if self.table.lookup(&c.key, holds(&self.conns, &c.key)) == Lookup::Existing(victim) {
                 self.table.unbind(&c.key);
                 self.stats.forgotten_flows += self.evicted.insert(c.key, c.evicted());
             }
@@ -358,4 +354,11 @@ impl Analyzer {
             sink.flow(&c.summary());
         }
     }
+}
+
+/// Whether the connection in a slot has `key` (what [`FlowTable::lookup`] asks of the
+/// connections it does not keep).
+#[inline(always)]
+fn holds<'a>(conns: &'a [Connection], key: &'a FlowKey) -> impl Fn(usize) -> bool + 'a {
+    move |s| conns.get(s).is_some_and(|c| c.key == *key)
 }

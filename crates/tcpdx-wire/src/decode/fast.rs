@@ -160,18 +160,9 @@ impl<'a> FastTcp<'a> {
     /// The decoded options.
     #[inline]
     pub fn options(&self) -> TcpOptions {
-        match self.options {
-            [] => TcpOptions::NONE,
-            // NOP, NOP, timestamps: what nearly every segment of a Linux sender carries.
-            [1, 1, 8, 10, ts @ ..] if ts.len() == 8 => TcpOptions {
-                timestamps: Some((
-                    u32::from_be_bytes(arr(ts, 0)),
-                    u32::from_be_bytes(arr(ts, 4)),
-                )),
-                ..TcpOptions::NONE
-            },
-            other => TcpOptions::parse(other),
-        }
+        let mut o = TcpOptions::NONE;
+        self.options_into(&mut o);
+        o
     }
 
     /// Writes [`Self::options`] into `out`, field by field for the common lists (in place:
