@@ -16,7 +16,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use tcpdx_core::{Analyzer, AnalyzerConfig, Endpoint, Segment, SegmentAnalysis};
+use tcpdx_core::{Analyzer, AnalyzerConfig, Endpoint, Segment};
 use tcpdx_storage::srt::{SrtCollector, SrtConfig};
 use tcpdx_storage::{Notice, Request, StorageConfig, StorageSink, Tracker, Transaction};
 use tcpdx_wire::{FrameNo, SeqNum, TcpFlags, TcpOptions, Timestamp};
@@ -88,9 +88,6 @@ impl StorageSink for Sink {
     }
     fn start(&mut self, ts: Timestamp) {
         self.srt.start(ts);
-    }
-    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
-        self.srt.tcp_segment(a);
     }
 }
 

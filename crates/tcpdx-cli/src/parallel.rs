@@ -31,10 +31,9 @@ use tcpdx_core::{
 };
 use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing, Spill};
 use tcpdx_report::{CsvTail, Line};
-use tcpdx_storage::findings::TcpLogs;
 use tcpdx_storage::{
-    Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, Tracker,
-    Transaction,
+    Diagnosing, Notice, Recorded, Recorder, Request, StorageConfig, StorageSink, TcpLog, TcpLogs,
+    Tracker, Transaction,
 };
 use tcpdx_wire::{FrameNo, Timestamp};
 
@@ -201,16 +200,18 @@ impl StorageSink for WorkerStorage {
     }
     fn request(&mut self, r: &Request) {
         self.rec.request(r);
-        if let Some(logs) = &mut self.logs {
-            logs.request(r.stream);
-        }
     }
     fn start(&mut self, ts: Timestamp) {
         self.rec.start(ts);
     }
-    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
+    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
         if let Some(logs) = &mut self.logs {
-            logs.segment(a);
+            logs.add(stream, log);
+        }
+    }
+    fn tcp_last(&mut self, frame: FrameNo, ts: Timestamp) {
+        if let Some(logs) = &mut self.logs {
+            logs.saw(frame, ts);
         }
     }
 }

@@ -12,11 +12,11 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, Warning};
+use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, StreamId, Warning};
 use tcpdx_detect::Diagnoser;
 use tcpdx_storage::findings::{StorageEvidence, add_findings};
-use tcpdx_storage::{Notice, Request, StorageConfig, StorageSink, Tracker, Transaction};
-use tcpdx_wire::Timestamp;
+use tcpdx_storage::{Notice, Request, StorageConfig, StorageSink, TcpLog, Tracker, Transaction};
+use tcpdx_wire::{FrameNo, Timestamp};
 
 use crate::rows::{SegmentRows, budget_rows, finding_rows, flow_rows, transaction_row};
 use crate::schema::{
@@ -111,8 +111,11 @@ impl StorageSink for StorageFan {
         self.origin_ns = ts.0;
         self.evidence.start(ts);
     }
-    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
-        self.evidence.tcp_segment(a);
+    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
+        self.evidence.tcp_log(stream, log);
+    }
+    fn tcp_last(&mut self, frame: FrameNo, ts: Timestamp) {
+        self.evidence.tcp_last(frame, ts);
     }
 }
 

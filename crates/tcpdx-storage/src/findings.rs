@@ -15,14 +15,15 @@
 //! same kind and stream when tcpdx-detect already made one, else it adds its own.
 
 use rustc_hash::FxHashMap;
-use tcpdx_core::{AnalysisFlags as F, Dir, SegmentAnalysis, StreamId};
+use tcpdx_core::StreamId;
 use tcpdx_detect::detectors::fixed_duration_stall::{
     KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
 };
 use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity, sort_findings};
-use tcpdx_wire::{FrameNo, TcpFlags, Timestamp};
+use tcpdx_wire::{FrameNo, Timestamp};
 
 use crate::srt::{SrtCollector, SrtConfig, SrtReport, StreamSummary};
+use crate::tcplog::{TcpDuring, TcpLog, TcpLogs};
 use crate::transaction::{Notice, Request, StorageSink, Transaction};
 
 /// Slowest response time considered for a stall (tcpdx choice: well above LAN and WAN
@@ -32,10 +33,6 @@ pub const STALL_MIN_NS: i64 = 100_000_000;
 pub const STALL_OVER_MEDIAN: f64 = 10.0;
 /// Slow transactions remembered (bounded memory).
 const MAX_SLOW: usize = 4096;
-/// TCP silences and flagged segments remembered per connection.
-const MAX_TCP_LOG: usize = 4096;
-/// Shortest silence remembered (tcpdx choice: below the shortest delayed-ACK timer).
-const SILENCE_MIN_NS: i64 = 20_000_000;
 /// Data operations needed before judging a connection's request pattern (tcpdx choice).
 pub const MIN_DATA_OPS: u64 = 8;
 /// Outstanding bytes below this share of the bandwidth-delay product leave the path idle
@@ -44,89 +41,6 @@ pub const BDP_SHARE: f64 = 0.8;
 /// Server time above this share of the response time makes the server the bottleneck
 /// (tcpdx choice).
 pub const SERVER_SHARE: f64 = 0.5;
-
-/// TCP context of one connection.
-#[derive(Debug, Default)]
-struct TcpLog {
-    last: Option<(i64, u64)>,
-    /// Silences: (start, end, frame ending it).
-    silences: Vec<(i64, i64, u64)>,
-    /// Retransmissions, zero windows and window-full segments: (time, flags).
-    flagged: Vec<(i64, u16)>,
-    /// A request was parsed on this connection.
-    requested: bool,
-    /// A FIN was seen from the client (bit 0) or the server (bit 1).
-    fins: u8,
-}
-
-/// The TCP context of the storage connections (silences, trouble), per stream: the part of
-/// [`StorageEvidence`] that depends on each connection alone, so that a caller parsing
-/// connections on several threads collects it there and merges it ([`TcpLogs::merge`]).
-#[derive(Debug, Default)]
-pub struct TcpLogs {
-    logs: FxHashMap<StreamId, TcpLog>,
-    /// The last segment logged (capture order is frame order).
-    last: Option<(FrameNo, Timestamp)>,
-}
-
-impl TcpLogs {
-    /// Logs a TCP segment of a storage connection.
-    ///
-    /// A connection that ends (FINs both ways, or a reset) without a single request parsed
-    /// has its log dropped: the log is only read over a slow transaction's span, from its
-    /// request to its reply, and no reply can follow the end. Memory then follows the live
-    /// connections, not all of them, where nothing is parsed (encrypted SMB3, payloads cut
-    /// by the snap length, another protocol on a storage port).
-    pub fn segment(&mut self, a: &SegmentAnalysis) {
-        let ts = a.ts.0;
-        self.last = Some((a.frame, a.ts));
-        let log = self.logs.entry(a.stream).or_default();
-        if let Some((last, _)) = log.last
-            && ts - last >= SILENCE_MIN_NS
-            && log.silences.len() < MAX_TCP_LOG
-        {
-            log.silences.push((last, ts, a.frame.0));
-        }
-        log.last = Some((ts, a.frame.0));
-        if a.flags.any(TROUBLE) && log.flagged.len() < MAX_TCP_LOG {
-            log.flagged.push((ts, a.flags.0));
-        }
-        let flags = TcpFlags(a.tcp_flags);
-        if flags.fin() {
-            log.fins |= match a.dir {
-                Dir::ClientToServer => 1,
-                Dir::ServerToClient => 2,
-            };
-        }
-        if !log.requested && (log.fins == 3 || flags.rst()) {
-            self.logs.remove(&a.stream);
-        }
-    }
-
-    /// A request was parsed on `stream` (its log is then kept to the end).
-    pub fn request(&mut self, stream: StreamId) {
-        self.logs.entry(stream).or_default().requested = true;
-    }
-
-    /// Gives every stream the number `to(stream)`.
-    pub fn renumber(&mut self, to: impl Fn(StreamId) -> StreamId) {
-        self.logs = std::mem::take(&mut self.logs)
-            .into_iter()
-            .map(|(s, l)| (to(s), l))
-            .collect();
-    }
-
-    /// Adds the logs of other connections (same stream numbering).
-    pub fn merge(&mut self, other: TcpLogs) {
-        self.logs.extend(other.logs);
-        if other
-            .last
-            .is_some_and(|(f, _)| self.last.is_none_or(|(g, _)| f > g))
-        {
-            self.last = other.last;
-        }
-    }
-}
 
 /// Collects what the storage findings need: the SRT aggregation, slow transactions, and
 /// each storage connection's silences and TCP trouble.
@@ -153,23 +67,17 @@ impl StorageEvidence {
         }
     }
 
-    /// Adds TCP logs collected elsewhere (the connections' `tcp_segment` calls went there).
+    /// Adds TCP logs collected elsewhere (the trackers' `tcp_log` and `tcp_last` calls went
+    /// there).
     pub fn add_tcp_logs(&mut self, logs: TcpLogs) {
         self.tcp.merge(logs);
     }
 
     /// The SRT report.
     pub fn report(&self) -> SrtReport {
-        self.srt.report(self.tcp.last.map(|(_, ts)| ts))
+        self.srt.report(self.tcp.last().map(|(_, ts)| ts))
     }
 }
-
-const TROUBLE: u16 = F::RETRANSMISSION
-    | F::FAST_RETRANSMISSION
-    | F::SPURIOUS_RETRANSMISSION
-    | F::ZERO_WINDOW
-    | F::WINDOW_FULL
-    | F::LOST_SEGMENT;
 
 impl StorageSink for StorageEvidence {
     fn start(&mut self, ts: Timestamp) {
@@ -177,7 +85,6 @@ impl StorageSink for StorageEvidence {
     }
     fn request(&mut self, r: &Request) {
         self.srt.request(r);
-        self.tcp.request(r.stream);
     }
     fn notice(&mut self, n: &Notice) {
         self.srt.notice(n);
@@ -188,46 +95,19 @@ impl StorageSink for StorageEvidence {
             self.slow.push(*t);
         }
     }
-    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
-        self.tcp.segment(a);
+    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
+        self.tcp.add(stream, log);
     }
-}
-
-/// What TCP did on a connection between two instants.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct TcpDuring {
-    /// Time without any segment (s).
-    pub silent_s: f64,
-    /// Retransmitted segments.
-    pub retransmissions: u32,
-    /// Zero-window or window-full segments.
-    pub window_limited: u32,
+    fn tcp_last(&mut self, frame: FrameNo, ts: Timestamp) {
+        self.tcp.saw(frame, ts);
+    }
 }
 
 impl StorageEvidence {
     fn during(&self, stream: StreamId, from: i64, to: i64) -> TcpDuring {
-        let mut d = TcpDuring::default();
-        let Some(log) = self.tcp.logs.get(&stream) else {
-            return d;
-        };
-        let silent: i64 = log
-            .silences
-            .iter()
-            .map(|&(a, b, _)| (b.min(to) - a.max(from)).max(0))
-            .sum();
-        d.silent_s = silent as f64 / 1e9;
-        for &(ts, flags) in &log.flagged {
-            if ts >= from && ts <= to {
-                let fl = F(flags);
-                if fl.any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION) {
-                    d.retransmissions += 1;
-                }
-                if fl.any(F::ZERO_WINDOW | F::WINDOW_FULL) {
-                    d.window_limited += 1;
-                }
-            }
-        }
-        d
+        self.tcp
+            .get(stream)
+            .map_or_else(TcpDuring::default, |log| log.during(from, to))
     }
 }
 

@@ -3,9 +3,10 @@
 //! (the CLI parses connections on worker threads and replays their events in capture
 //! order on one).
 
-use tcpdx_core::{SegmentAnalysis, StreamId};
-use tcpdx_wire::Timestamp;
+use tcpdx_core::StreamId;
+use tcpdx_wire::{FrameNo, Timestamp};
 
+use crate::TcpLog;
 use crate::transaction::{Notice, Request, StorageSink, Transaction};
 
 /// One [`StorageSink`] call.
@@ -13,8 +14,10 @@ use crate::transaction::{Notice, Request, StorageSink, Transaction};
 pub enum Recorded {
     /// [`StorageSink::start`].
     Start(Timestamp),
-    /// [`StorageSink::tcp_segment`].
-    TcpSegment(SegmentAnalysis),
+    /// [`StorageSink::tcp_log`] (boxed: large).
+    TcpLog(StreamId, Box<TcpLog>),
+    /// [`StorageSink::tcp_last`].
+    TcpLast(FrameNo, Timestamp),
     /// [`StorageSink::request`].
     Request(Request),
     /// [`StorageSink::transaction`] (boxed: the largest by far).
@@ -27,8 +30,8 @@ impl Recorded {
     /// The stream the event is about (`None` for the start).
     pub fn stream(&self) -> Option<StreamId> {
         match self {
-            Recorded::Start(_) => None,
-            Recorded::TcpSegment(a) => Some(a.stream),
+            Recorded::Start(_) | Recorded::TcpLast(..) => None,
+            Recorded::TcpLog(s, _) => Some(*s),
             Recorded::Request(r) => Some(r.stream),
             Recorded::Transaction(t) => Some(t.stream),
             Recorded::Notice(n) => Some(*notice_stream(&mut { *n })),
@@ -38,8 +41,8 @@ impl Recorded {
     /// Gives the event's stream the number `to(stream)`.
     pub fn renumber(&mut self, to: impl Fn(StreamId) -> StreamId) {
         let s = match self {
-            Recorded::Start(_) => return,
-            Recorded::TcpSegment(a) => &mut a.stream,
+            Recorded::Start(_) | Recorded::TcpLast(..) => return,
+            Recorded::TcpLog(s, _) => s,
             Recorded::Request(r) => &mut r.stream,
             Recorded::Transaction(t) => &mut t.stream,
             Recorded::Notice(n) => notice_stream(n),
@@ -51,7 +54,8 @@ impl Recorded {
     pub fn replay<S: StorageSink + ?Sized>(&self, sink: &mut S) {
         match self {
             Recorded::Start(ts) => sink.start(*ts),
-            Recorded::TcpSegment(a) => sink.tcp_segment(a),
+            Recorded::TcpLog(s, log) => sink.tcp_log(*s, (**log).clone()),
+            Recorded::TcpLast(f, ts) => sink.tcp_last(*f, *ts),
             Recorded::Request(r) => sink.request(r),
             Recorded::Transaction(t) => sink.transaction(t),
             Recorded::Notice(n) => sink.notice(n),
@@ -88,8 +92,11 @@ impl StorageSink for Recorder {
     fn start(&mut self, ts: Timestamp) {
         self.events.push(Recorded::Start(ts));
     }
-    fn tcp_segment(&mut self, a: &SegmentAnalysis) {
-        self.events.push(Recorded::TcpSegment(*a));
+    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
+        self.events.push(Recorded::TcpLog(stream, Box::new(log)));
+    }
+    fn tcp_last(&mut self, frame: FrameNo, ts: Timestamp) {
+        self.events.push(Recorded::TcpLast(frame, ts));
     }
 }
 
@@ -128,6 +135,10 @@ mod tests {
         rec.notice(&Notice::TooManyOutstanding {
             stream: StreamId(1),
         });
+        let mut log = TcpLog::default();
+        log.request();
+        rec.tcp_log(StreamId(2), log.clone());
+        rec.tcp_last(FrameNo(9), Timestamp(90));
         let streams: Vec<_> = rec.events.iter().map(Recorded::stream).collect();
         assert_eq!(
             streams,
@@ -135,14 +146,25 @@ mod tests {
                 None,
                 Some(StreamId(1)),
                 Some(StreamId(2)),
-                Some(StreamId(1))
+                Some(StreamId(1)),
+                Some(StreamId(2)),
+                None
             ]
         );
         let mut out = Collect::default();
+        let mut again = Recorder::default();
         for mut e in rec.events {
             e.renumber(|s| StreamId(s.0 * 10));
             e.replay(&mut out);
+            e.replay(&mut again);
         }
+        assert_eq!(
+            again.events[4..],
+            [
+                Recorded::TcpLog(StreamId(20), Box::new(log)),
+                Recorded::TcpLast(FrameNo(9), Timestamp(90))
+            ]
+        );
         assert_eq!(
             out.requests,
             [Request {

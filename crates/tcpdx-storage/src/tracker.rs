@@ -10,14 +10,15 @@ use std::str::FromStr;
 
 use rustc_hash::FxHashMap;
 use tcpdx_core::{Dir, EventSink, SegmentAnalysis, SegmentDetail, StreamId};
-use tcpdx_wire::TcpFlags;
+use tcpdx_wire::{FrameNo, TcpFlags};
 
 use crate::framer::{Framed, Framer};
 use crate::iscsi::{IscsiConn, IscsiDir};
 use crate::reassembly::{At, ByteSink, Reassembler, ReassemblyStats};
 use crate::rpc::{RpcConn, RpcDir};
 use crate::smb2::{Smb2Conn, Smb2Dir};
-use crate::transaction::StorageSink;
+use crate::tcplog::TcpLog;
+use crate::transaction::{Notice, Request, StorageSink, Transaction};
 
 /// Which parser reads a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -170,16 +171,38 @@ impl State {
     }
 }
 
+/// One storage connection. repr(C), what every segment reads first: bulk traffic
+/// interleaves dozens of connections, so each segment finds its connection out of the L1
+/// cache, and the fields a segment touches were spread over a dozen lines (cachegrind).
 #[derive(Debug)]
+#[repr(C)]
 struct Conn {
     stream: StreamId,
-    reasm: [Reassembler; 2],
-    framers: [Framer; 2],
     data_seen: [bool; 2],
+    finished: bool,
     /// Where each direction's FIN is (relative sequence), once seen.
     fin_at: [Option<u64>; 2],
+    log: TcpLog,
+    /// Per direction: its bytes and their framing, side by side.
+    sides: [Side; 2],
     state: State,
-    finished: bool,
+}
+
+/// One direction of a connection's bytes.
+#[derive(Debug)]
+#[repr(C)]
+struct Side {
+    reasm: Reassembler,
+    framer: Framer,
+}
+
+impl Side {
+    fn new(cap: usize) -> Self {
+        Self {
+            reasm: Reassembler::new(cap),
+            framer: Framer::new(false),
+        }
+    }
 }
 
 impl Conn {
@@ -194,8 +217,8 @@ impl Conn {
         self.state.outstanding() == 0
             && [c, s]
                 .iter()
-                .zip(&self.reasm)
-                .all(|(&fin, r)| r.delivered_up_to(fin))
+                .zip(&self.sides)
+                .all(|(&fin, side)| side.reasm.delivered_up_to(fin))
     }
 }
 
@@ -212,8 +235,8 @@ pub struct TrackerStats {
 impl TrackerStats {
     fn add(&mut self, c: &Conn) {
         self.connections += 1;
-        for r in &c.reasm {
-            let r = r.stats();
+        for side in &c.sides {
+            let r = side.reasm.stats();
             self.reassembly.delivered_bytes += r.delivered_bytes;
             self.reassembly.gaps += r.gaps;
             self.reassembly.gap_bytes += r.gap_bytes;
@@ -237,6 +260,11 @@ pub struct Tracker<S> {
     skip: rustc_hash::FxHashSet<StreamId>,
     started: bool,
     last_ts: Option<tcpdx_wire::Timestamp>,
+    /// The last segment of a storage connection.
+    last_storage: Option<At>,
+    /// The frame whose segment row was just seen, and its connection's slot: its payload
+    /// follows at once, and needs no second lookup.
+    current: Option<(FrameNo, usize)>,
     sink: S,
     /// Every segment takes the reassembly path: the reference [`skip_cut`] is tested
     /// against.
@@ -256,6 +284,8 @@ impl<S: StorageSink> Tracker<S> {
             skip: Default::default(),
             started: false,
             last_ts: None,
+            last_storage: None,
+            current: None,
             sink,
             #[cfg(test)]
             no_skip: false,
@@ -305,6 +335,9 @@ impl<S: StorageSink> Tracker<S> {
     fn retire(&mut self, slot: usize) {
         let conn = self.conns.swap_remove(slot);
         self.retired.add(&conn);
+        if conn.log.requested() {
+            self.sink.tcp_log(conn.stream, conn.log);
+        }
         self.slots.remove(&conn.stream);
         self.skip.insert(conn.stream);
         self.recent.set(conn.stream, SKIPPED);
@@ -338,6 +371,12 @@ impl<S: StorageSink> Tracker<S> {
                 State::Smb2(c) => c.finish(stream, &mut self.sink),
                 State::Iscsi(c) => c.finish(stream, &mut self.sink),
             }
+            if conn.log.requested() {
+                self.sink.tcp_log(stream, std::mem::take(&mut conn.log));
+            }
+        }
+        if let Some(at) = self.last_storage {
+            self.sink.tcp_last(at.frame, at.ts);
         }
     }
 
@@ -379,12 +418,12 @@ impl<S: StorageSink> Tracker<S> {
                 let cap = self.cfg.reassembly_cap;
                 self.conns.push(Conn {
                     stream: a.stream,
-                    reasm: [Reassembler::new(cap), Reassembler::new(cap)],
-                    framers: [Framer::new(false), Framer::new(false)],
                     data_seen: [false; 2],
-                    fin_at: [None; 2],
-                    state,
                     finished: false,
+                    fin_at: [None; 2],
+                    log: TcpLog::default(),
+                    sides: [Side::new(cap), Side::new(cap)],
+                    state,
                 });
                 *v.insert(self.conns.len() - 1)
             }
@@ -425,6 +464,35 @@ impl Recent {
     }
 }
 
+/// The sink a connection's parser pushes into: the tracker's, and a request parsed marks
+/// the connection's TCP log to be kept.
+struct ConnSink<'a, S> {
+    sink: &'a mut S,
+    log: &'a mut TcpLog,
+}
+
+impl<S: StorageSink> StorageSink for ConnSink<'_, S> {
+    fn transaction(&mut self, t: &Transaction) {
+        self.sink.transaction(t);
+    }
+    fn notice(&mut self, n: &Notice) {
+        self.sink.notice(n);
+    }
+    fn request(&mut self, r: &Request) {
+        self.log.request();
+        self.sink.request(r);
+    }
+    fn start(&mut self, ts: tcpdx_wire::Timestamp) {
+        self.sink.start(ts);
+    }
+    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
+        self.sink.tcp_log(stream, log);
+    }
+    fn tcp_last(&mut self, frame: FrameNo, ts: tcpdx_wire::Timestamp) {
+        self.sink.tcp_last(frame, ts);
+    }
+}
+
 /// Runs `f` with `dir`'s reassembler and a byte sink feeding that direction's parser.
 fn with_bytes<S: StorageSink>(
     conn: &mut Conn,
@@ -434,11 +502,10 @@ fn with_bytes<S: StorageSink>(
     f: impl FnOnce(&mut Reassembler, &mut dyn ByteSink),
 ) {
     let Conn {
-        reasm,
-        framers,
-        state,
-        ..
+        sides, state, log, ..
     } = conn;
+    let Side { reasm, framer } = dir.of_mut(sides);
+    let sink = &mut ConnSink { sink, log };
     // One arm per protocol: the handler types differ, the plumbing does not.
     macro_rules! run {
         ($handler:ident, $c:expr) => {{
@@ -449,9 +516,9 @@ fn with_bytes<S: StorageSink>(
                 sink,
             };
             f(
-                dir.of_mut(reasm),
+                reasm,
                 &mut Framed {
-                    framer: dir.of_mut(framers),
+                    framer,
                     handler: &mut h,
                 },
             );
@@ -479,17 +546,14 @@ fn skip_cut<S: StorageSink>(
 ) -> bool {
     let captured = payload.get(..a.len as usize).unwrap_or(payload);
     let Conn {
-        reasm,
-        framers,
-        state,
-        ..
+        sides, state, log, ..
     } = conn;
     let (dir, stream, len) = (a.dir, a.stream, u64::from(a.len));
-    let r = dir.of_mut(reasm);
+    let Side { reasm: r, framer } = dir.of_mut(sides);
     if !r.continues_cut(a.seq, a.len, captured.len()) {
         return false;
     }
-    let framer = dir.of_mut(framers);
+    let sink = &mut ConnSink { sink, log };
     // One arm per protocol, as in `with_bytes`.
     macro_rules! skip {
         ($handler:ident, $c:expr) => {
@@ -532,15 +596,22 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         let Some(conn) = self.conns.get_mut(slot) else {
             return;
         };
-        self.sink.tcp_segment(a);
+        let at = At {
+            frame: a.frame,
+            ts: a.ts,
+        };
+        self.last_storage = Some(at);
+        self.current = Some((a.frame, slot));
+        conn.log.segment(a);
         if flags.syn() && !*a.dir.of(&conn.data_seen) {
-            a.dir.of_mut(&mut conn.reasm).syn(a.seq);
-            *a.dir.of_mut(&mut conn.framers) = Framer::new(true);
+            let side = a.dir.of_mut(&mut conn.sides);
+            side.reasm.syn(a.seq);
+            side.framer = Framer::new(true);
         }
         if flags.ack() {
             let rev = a.dir.rev();
             // Nearly always nothing is held out of order: no parser to set up then.
-            if !rev.of_mut(&mut conn.reasm).peer_acked_idle(a.ack) {
+            if !rev.of_mut(&mut conn.sides).reasm.peer_acked_idle(a.ack) {
                 with_bytes(conn, rev, stream, &mut self.sink, |r, out| {
                     r.peer_acked(a.ack, out)
                 });
@@ -557,8 +628,16 @@ impl<S: StorageSink> EventSink for Tracker<S> {
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
-        let Some(slot) = self.open(a) else {
-            return;
+        let slot = match self.current.take() {
+            Some((frame, slot))
+                if frame == a.frame && self.conns.get(slot).is_some_and(|c| c.stream == stream) =>
+            {
+                slot
+            }
+            _ => match self.open(a) {
+                Some(slot) => slot,
+                None => return,
+            },
         };
         let Some(conn) = self.conns.get_mut(slot) else {
             return;

@@ -208,9 +208,12 @@ pub trait StorageSink {
     fn request(&mut self, _r: &Request) {}
     /// The capture's first frame was at `ts` (called once, before anything else).
     fn start(&mut self, _ts: tcpdx_wire::Timestamp) {}
-    /// A TCP segment of a storage connection (for correlating transactions with TCP
-    /// events), before its payload is parsed.
-    fn tcp_segment(&mut self, _a: &tcpdx_core::SegmentAnalysis) {}
+    /// The TCP log of a storage connection on which a request was parsed (for correlating
+    /// its transactions with what TCP did), once: when the connection ends, or at the end of
+    /// input.
+    fn tcp_log(&mut self, _stream: StreamId, _log: crate::TcpLog) {}
+    /// The last TCP segment of a storage connection (once, at the end of input, if any).
+    fn tcp_last(&mut self, _frame: tcpdx_wire::FrameNo, _ts: tcpdx_wire::Timestamp) {}
 }
 
 /// A request as seen at its last byte (before its reply).

@@ -1,12 +1,15 @@
 //! Storage findings: request-limited client vs slow server, and stalls at a timer.
 
-use tcpdx_core::{Dir, StreamId};
+use std::collections::BTreeMap;
+
+use tcpdx_core::{AnalysisFlags as F, Dir, SegmentAnalysis, StreamId};
 use tcpdx_detect::{CapturePoint, ConnInference, Diagnosis, Finding, FindingKind, Severity};
 use tcpdx_wire::{FrameNo, Timestamp};
 
 use super::*;
 use crate::reassembly::At;
-use crate::transaction::{Io, IoKind, Proto, Request, Span};
+use crate::tcplog::TcpLog;
+use crate::transaction::{Io, IoKind, Proto, Span};
 
 fn conn(stream: u32, rtt_s: f64, path_bps: f64) -> ConnInference {
     ConnInference {
@@ -192,22 +195,41 @@ fn segment(frame: u64, s: f64, flags: u16) -> SegmentAnalysis {
     }
 }
 
+/// Logs `segs` per stream, on connections where a request was parsed, and hands the logs
+/// and the last segment to `ev`, as a tracker does at the end of input.
+fn log_segments(ev: &mut StorageEvidence, segs: &[SegmentAnalysis]) {
+    let mut logs: BTreeMap<StreamId, TcpLog> = BTreeMap::new();
+    for a in segs {
+        let log = logs.entry(a.stream).or_default();
+        log.request();
+        log.segment(a);
+    }
+    for (stream, log) in logs {
+        ev.tcp_log(stream, log);
+    }
+    if let Some(a) = segs.last() {
+        ev.tcp_last(a.frame, a.ts);
+    }
+}
+
 #[test]
 fn commit_stalls_at_a_timer_with_a_silent_connection() {
     // Ten 10 ms COMMITs, then one of 5.004 s during which the connection is silent.
     let mut ev = StorageEvidence::new();
     ev.start(Timestamp(0));
     let mut frame = 1;
+    let mut segs = Vec::new();
     for i in 0..10u64 {
         let t0 = i as f64 * 0.1;
-        ev.tcp_segment(&segment(frame, t0, 0));
-        ev.tcp_segment(&segment(frame + 1, t0 + 0.01, 0));
+        segs.push(segment(frame, t0, 0));
+        segs.push(segment(frame + 1, t0 + 0.01, 0));
         ev.transaction(&tx(i, "COMMIT", 21, (frame, t0), (frame + 1, t0 + 0.01)));
         frame += 2;
     }
-    ev.tcp_segment(&segment(frame, 1.0, 0));
-    ev.tcp_segment(&segment(frame + 1, 6.004, 0));
+    segs.push(segment(frame, 1.0, 0));
+    segs.push(segment(frame + 1, 6.004, 0));
     ev.transaction(&tx(99, "COMMIT", 21, (frame, 1.0), (frame + 1, 6.004)));
+    log_segments(&mut ev, &segs);
     let mut d = Diagnosis::default();
     add_findings(&ev, &mut d);
     let f = d
@@ -245,9 +267,10 @@ fn a_slow_operation_with_retransmissions_points_at_the_network() {
         ev.transaction(&tx(i, "WRITE", 7, (i * 2 + 1, t0), (i * 2 + 2, t0 + 0.01)));
     }
     // Three WRITEs of about 1.2 s each (not a known timer, but repeated).
+    let mut segs = Vec::new();
     for k in 0..3u64 {
         let t0 = 2.0 + k as f64 * 2.0;
-        ev.tcp_segment(&segment(100 + k * 10, t0 + 0.3, F::RETRANSMISSION));
+        segs.push(segment(100 + k * 10, t0 + 0.3, F::RETRANSMISSION));
         ev.transaction(&tx(
             50 + k,
             "WRITE",
@@ -256,6 +279,7 @@ fn a_slow_operation_with_retransmissions_points_at_the_network() {
             (101 + k * 10, t0 + 1.2 + k as f64 * 0.01),
         ));
     }
+    log_segments(&mut ev, &segs);
     let mut d = Diagnosis::default();
     add_findings(&ev, &mut d);
     let f = d
@@ -278,8 +302,8 @@ fn a_slow_operation_with_retransmissions_points_at_the_network() {
 
 #[test]
 fn tcp_logs_collected_apart_and_merged_give_the_same_evidence() {
-    // Stream 3 silent for 5 s around a slow COMMIT, stream 4 busy: logged by one evidence,
-    // and by two logs (one per stream, numbered 0 there) merged into another evidence.
+    // Stream 3 silent for 5 s around a slow COMMIT, stream 4 busy: logged into one evidence,
+    // and into two sets of logs (one per stream, numbered 0 there) merged into another.
     let segs: Vec<SegmentAnalysis> = (0..40u64)
         .map(|i| {
             let mut a = segment(
@@ -296,16 +320,18 @@ fn tcp_logs_collected_apart_and_merged_give_the_same_evidence() {
         })
         .collect();
     let mut one = StorageEvidence::new();
-    let mut shares = [TcpLogs::default(), TcpLogs::default()];
-    for a in &segs {
-        one.tcp_segment(a);
-        let mut local = *a;
-        local.stream = StreamId(0);
-        shares[(a.stream.0 - 3) as usize].segment(&local);
-    }
+    log_segments(&mut one, &segs);
     let mut merged = StorageEvidence::new();
-    for (i, mut logs) in shares.into_iter().enumerate() {
-        logs.renumber(|_| StreamId(3 + i as u32));
+    for s in [3, 4] {
+        let mut log = TcpLog::default();
+        log.request();
+        let mut logs = TcpLogs::default();
+        for a in segs.iter().filter(|a| a.stream.0 == s) {
+            log.segment(a);
+            logs.saw(a.frame, a.ts);
+        }
+        logs.add(StreamId(0), log);
+        logs.renumber(|_| StreamId(s));
         merged.add_tcp_logs(logs);
     }
     for s in [3, 4] {
@@ -318,52 +344,9 @@ fn tcp_logs_collected_apart_and_merged_give_the_same_evidence() {
     assert!(one.during(StreamId(3), 0, 8_000_000_000).silent_s > 4.0);
     assert_eq!(one.during(StreamId(4), 0, 8_000_000_000).retransmissions, 1);
     assert_eq!(merged.report(), one.report(), "same end of capture");
-}
-
-#[test]
-fn a_connection_ended_without_a_request_keeps_no_tcp_log() {
-    const FIN: u16 = 0x01;
-    const RST: u16 = 0x04;
-    let seg = |stream: u32, frame: u64, s: f64, dir: Dir, tcp_flags: u16| {
-        let mut a = segment(frame, s, 0);
-        a.stream = StreamId(stream);
-        a.dir = dir;
-        a.tcp_flags = 0x10 | tcp_flags;
-        a
-    };
-    let (c2s, s2c) = (Dir::ClientToServer, Dir::ServerToClient);
-    let mut ev = StorageEvidence::new();
-    ev.start(Timestamp(0));
-    // Stream 3: a request, a 2 s silence, the reply, then FINs both ways: kept.
-    ev.tcp_segment(&seg(3, 1, 0.0, c2s, 0));
-    ev.request(&Request {
-        stream: StreamId(3),
-        proto: Proto::Nfs,
-        op: "COMMIT",
-        at: At {
-            frame: FrameNo(1),
-            ts: Timestamp(0),
-        },
-        io: None,
-        credits: None,
-    });
-    ev.tcp_segment(&seg(3, 2, 2.0, s2c, 0));
-    ev.tcp_segment(&seg(3, 3, 2.1, c2s, FIN));
-    ev.tcp_segment(&seg(3, 4, 2.2, s2c, FIN));
-    // Stream 4: no request, FINs both ways: dropped at the second FIN.
-    ev.tcp_segment(&seg(4, 5, 0.0, c2s, 0));
-    ev.tcp_segment(&seg(4, 6, 1.0, c2s, FIN));
-    assert_eq!(ev.tcp.logs.len(), 2, "one FIN does not end a connection");
-    ev.tcp_segment(&seg(4, 7, 1.5, s2c, FIN));
-    // Stream 5: no request, reset: dropped. Stream 6: no request, still open: kept.
-    ev.tcp_segment(&seg(5, 8, 0.0, c2s, 0));
-    ev.tcp_segment(&seg(5, 9, 0.5, s2c, RST));
-    ev.tcp_segment(&seg(6, 10, 3.0, c2s, 0));
-    let mut kept: Vec<u32> = ev.tcp.logs.keys().map(|s| s.0).collect();
-    kept.sort_unstable();
-    assert_eq!(kept, [3, 6]);
-    let d = ev.during(StreamId(3), 0, 2_000_000_000);
-    assert!((d.silent_s - 2.0).abs() < 1e-9, "{d:?}");
-    // The end of the storage traffic is still the last segment of all.
-    assert_eq!(ev.tcp.last, Some((FrameNo(10), Timestamp(3_000_000_000))));
+    assert_eq!(
+        one.during(StreamId(5), 0, 8_000_000_000),
+        TcpDuring::default(),
+        "no log, nothing known"
+    );
 }

@@ -2,6 +2,7 @@ use tcpdx_core::{Analyzer, AnalyzerConfig};
 use tcpdx_testkit::{ACK_SEG, DATA_SEG, Payload, Script, ScriptConfig, SegSpec, nfs};
 
 use super::*;
+use crate::record::{Recorded, Recorder};
 use crate::transaction::Collect;
 
 /// A conversation with an NFS server.
@@ -72,6 +73,83 @@ fn a_connection_with_one_fin_is_kept() {
     assert_eq!(tracker.conns.len(), 1);
 }
 
+/// What a tracker hands to its sink by the end of input: the TCP logs, the last segment.
+type Handed = (
+    Vec<(StreamId, TcpLog)>,
+    Vec<(FrameNo, tcpdx_wire::Timestamp)>,
+);
+
+/// The TCP logs and last segment a tracker hands to its sink, by the end of input.
+fn handed_logs(t: &Script) -> Handed {
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    let mut tracker = Tracker::new(StorageConfig::default(), Recorder::default());
+    for f in t.frames() {
+        analyzer.handle_frame(&f.as_frame(), &mut tracker);
+    }
+    tracker.finish();
+    let (mut logs, mut last) = (Vec::new(), Vec::new());
+    for e in tracker.into_sink().events {
+        match e {
+            Recorded::TcpLog(s, log) => logs.push((s, *log)),
+            Recorded::TcpLast(f, ts) => last.push((f, ts)),
+            _ => {}
+        }
+    }
+    (logs, last)
+}
+
+#[test]
+fn a_connection_with_a_request_hands_its_tcp_log_over_once() {
+    // A READ answered after 2 s of silence, then FINs both ways: the log goes to the sink
+    // when the connection is removed, with the silence in it.
+    let mut t = nfs();
+    t.handshake();
+    t.at_ms(20).client_sends_bytes(&nfs::read_call(7, 100));
+    t.at_ms(2020).server_sends_bytes(&nfs::read_reply(7, 100));
+    t.at_ms(2040).fin_from_client();
+    t.at_ms(2041).fin_from_server();
+    let (logs, last) = handed_logs(&t);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let (stream, log) = &logs[0];
+    assert_eq!(*stream, StreamId(0));
+    assert!(log.requested());
+    let t0 = t.frames()[0].ts.0;
+    // From the request to the reply (the 20 ms before and after are silences too).
+    let silent = log.during(t0 + 20_000_000, t0 + 2_020_000_000).silent_s;
+    assert!((silent - 2.0).abs() < 0.01, "{silent}");
+    // The last segment is reported once, at the end: the server's FIN.
+    let fin = t.frames().pop().unwrap();
+    assert_eq!(last, [(fin.no, fin.ts)]);
+
+    // The same READ still unanswered when the capture ends: handed over at the end.
+    let mut t = nfs();
+    t.handshake();
+    t.at_ms(20).client_sends_bytes(&nfs::read_call(7, 100));
+    let (logs, _) = handed_logs(&t);
+    assert_eq!(logs.len(), 1);
+}
+
+#[test]
+fn a_connection_without_a_request_hands_no_tcp_log() {
+    // Nothing parsed (no request): no log, closed or not; the last segment still counts.
+    let mut t = nfs();
+    t.handshake();
+    t.at_ms(40).fin_from_client();
+    t.at_ms(41).fin_from_server();
+    let (logs, last) = handed_logs(&t);
+    assert!(logs.is_empty(), "{logs:?}");
+    assert_eq!(last.len(), 1);
+    let mut t = nfs();
+    t.handshake();
+    t.at_ms(40).rst_from_client();
+    let (logs, last) = handed_logs(&t);
+    assert!(logs.is_empty(), "{logs:?}");
+    assert_eq!(
+        last,
+        [(t.frames().pop().unwrap().no, t.frames().pop().unwrap().ts)]
+    );
+}
+
 /// NFS reads whose replies come in segments of random sizes, most cut by the snap length
 /// (anywhere from the whole payload to none of it), some lost before the capture point (a
 /// hole), some swapped with the next one (a hole its successor fills), some behind junk that
@@ -132,7 +210,7 @@ fn outcome(mut tracker: Tracker<Collect>) -> impl PartialEq + fmt::Debug {
     let framers: Vec<_> = tracker
         .conns
         .iter()
-        .flat_map(|c| c.framers.iter().map(Framer::stats))
+        .flat_map(|c| c.sides.iter().map(|side| side.framer.stats()))
         .collect();
     tracker.finish();
     let stats = tracker.stats();
