@@ -499,6 +499,15 @@ impl Local {
         }
     }
 
+    /// Whether the local diagnoser or tracker reads flow statistics.
+    fn needs_flow_stats(&self) -> bool {
+        match self {
+            Local::None => false,
+            Local::Diagnose(d) => d.needs_flow_stats(),
+            Local::Storage(t) => t.needs_flow_stats(),
+        }
+    }
+
     fn sink(&mut self) -> Option<&mut dyn EventSink> {
         match self {
             Local::None => None,
@@ -542,6 +551,9 @@ impl Local {
 /// Collects a worker's output for the merge.
 struct WorkerSink<'a> {
     plan: Plan,
+    /// Someone reads the flow summaries' statistics: the merging thread's sink (which gets
+    /// the summaries) or the local diagnoser and tracker (which get the evicted ones).
+    flow_stats: bool,
     out: &'a mut BatchOut,
     ports: &'a [u16],
     tail: &'a mut CsvTail,
@@ -603,6 +615,9 @@ impl EventSink for WorkerSink<'_> {
     fn stream_opened(&mut self, stream: StreamId, _frame: FrameNo) {
         self.out.items.push(Out::Opened(stream.0));
     }
+    fn needs_flow_stats(&self) -> bool {
+        self.flow_stats
+    }
 }
 
 /// Collects the summaries of `handle_end`.
@@ -623,11 +638,21 @@ struct Channels {
     spent: Receiver<BatchOut>,
 }
 
-fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage: StorageConfig) {
+/// A worker: analyses the frames routed to it, `flow_stats` if the merging thread's sink
+/// reads flow statistics.
+fn work(
+    cfg: AnalyzerConfig,
+    ch: Channels,
+    plan: Plan,
+    ports: Vec<u16>,
+    storage: StorageConfig,
+    flow_stats: bool,
+) {
     let mut an = Analyzer::new(cfg);
     let mut tail = CsvTail::default();
     let mut line = Line::default();
     let mut local = Local::new(plan, &storage);
+    let flow_stats = flow_stats || local.needs_flow_stats();
     let mut last = None;
     for mut batch in ch.rx {
         // Reuse the merger's spent outputs: fresh large vectors per batch cost page faults.
@@ -638,6 +663,7 @@ fn work(cfg: AnalyzerConfig, ch: Channels, plan: Plan, ports: Vec<u16>, storage:
         out.rows.clear();
         let mut sink = WorkerSink {
             plan,
+            flow_stats,
             out: &mut out,
             ports: &ports,
             tail: &mut tail,
@@ -746,6 +772,7 @@ pub fn run<S: EventSink, T: StorageSink>(
     worker_cfg.max_flows = cfg.max_flows.div_ceil(n).max(1);
     worker_cfg.max_evicted_remembered = cfg.max_evicted_remembered.div_ceil(n).max(1);
     let stop_flag = AtomicBool::new(false);
+    let flow_stats = sink.needs_flow_stats();
     thread::scope(|scope| {
         let (route_tx, route_rx) = sync_channel::<Vec<u8>>(DEPTH * 2);
         let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH * n + n);
@@ -768,7 +795,9 @@ pub fn run<S: EventSink, T: StorageSink>(
             // Named threads: profilers and `top -H` then tell them apart.
             thread::Builder::new()
                 .name(format!("tcpdx-worker-{}", to_workers.len()))
-                .spawn_scoped(scope, move || work(cfg, ch, plan, ports, storage_cfg))?;
+                .spawn_scoped(scope, move || {
+                    work(cfg, ch, plan, ports, storage_cfg, flow_stats)
+                })?;
             spent_to.push(spent_tx);
             to_workers.push(tx);
             from_workers.push(orx);

@@ -78,6 +78,9 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
             self.inner.payload(a, payload);
         }
     }
+    fn needs_flow_stats(&self) -> bool {
+        self.inner.needs_flow_stats()
+    }
     fn flow(&mut self, f: &FlowSummary) {
         if self.keep(f.stream.0, f.dirs[0].src.port, f.dirs[0].dst.port) {
             self.inner.flow(f);
@@ -225,7 +228,11 @@ impl StorageSink for NoStorage {}
 /// A sink that drops everything (the storage plans' results come another way).
 struct NoEvents;
 
-impl EventSink for NoEvents {}
+impl EventSink for NoEvents {
+    fn needs_flow_stats(&self) -> bool {
+        false
+    }
+}
 
 /// True if `common` runs the storage plans ([`analyze_storage`]) on several threads:
 /// more than one, and no `--stream` (the workers do not know the global stream numbers).

@@ -179,7 +179,8 @@ impl Analyzer {
         // Read in place: moving the row out of the returned pair copied it (152 bytes read
         // right after being written field by field, which stalled on store forwarding: 8%
         // of `diagnose`'s time on a bulk capture).
-        let analyzed = conn.handle_segment(seg, initial, seg.ts.since(first), &self.cfg);
+        let stats = sink.needs_flow_stats();
+        let analyzed = conn.handle_segment(seg, initial, seg.ts.since(first), &self.cfg, stats);
         let (row, verdict) = (&analyzed.0, &analyzed.1);
         if verdict.unacked_cap_hit {
             self.stats.capped_segments += 1;

@@ -38,9 +38,14 @@ struct Sink {
     rows: Vec<SegmentAnalysis>,
     evicted: Vec<FlowSummary>,
     flows: Vec<FlowSummary>,
+    /// Declines the flow statistics ([`EventSink::needs_flow_stats`]).
+    no_stats: bool,
 }
 
 impl EventSink for Sink {
+    fn needs_flow_stats(&self) -> bool {
+        !self.no_stats
+    }
     fn segment(&mut self, a: &SegmentAnalysis) {
         self.rows.push(*a);
     }
@@ -198,4 +203,41 @@ fn closed_connection_rtt_reservoir_is_frozen_with_the_same_summary() {
     a.sweep(Timestamp(8_000_000 + 2_000_000_000));
     assert!(frozen(&a));
     assert_eq!(summary(&a), before);
+}
+
+#[test]
+fn a_sink_declining_flow_stats_gets_the_same_rows_and_bare_summaries() {
+    let run = |no_stats: bool| {
+        let mut a = Analyzer::new(cfg(2, 10));
+        let mut s = Sink {
+            no_stats,
+            ..Sink::default()
+        };
+        open(&mut a, &mut s, 1, 40000);
+        open(&mut a, &mut s, 5, 40001);
+        a.handle_segment(&seg(9, 40000, false, 5001, 1101, ACK, 0), &mut s);
+        open(&mut a, &mut s, 10, 40002); // evicts stream 1
+        a.handle_segment(&seg(14, 40000, true, 1101, 5001, ACK, 70), &mut s);
+        a.handle_end(&mut s);
+        s
+    };
+    let (full, bare) = (run(false), run(true));
+    assert_eq!(full.rows, bare.rows);
+    let all =
+        |s: &Sink| -> Vec<FlowSummary> { s.evicted.iter().chain(&s.flows).cloned().collect() };
+    let (full, bare) = (all(&full), all(&bare));
+    assert_eq!(full.len(), 3);
+    assert_eq!(full.len(), bare.len());
+    for (f, b) in full.iter().zip(&bare) {
+        // Who and when are kept; the counters are not.
+        assert_eq!(
+            (f.stream, f.first_ts, f.last_ts),
+            (b.stream, b.first_ts, b.last_ts)
+        );
+        for (fd, bd) in f.dirs.iter().zip(&b.dirs) {
+            assert_eq!((fd.src, fd.dst), (bd.src, bd.dst));
+            assert!(fd.packets > 0, "{f:?}");
+            assert_eq!((bd.packets, bd.bytes), (0, 0), "{b:?}");
+        }
+    }
 }

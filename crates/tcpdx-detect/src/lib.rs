@@ -374,6 +374,10 @@ impl EventSink for Diagnoser {
         }
     }
     fn flow(&mut self, _f: &FlowSummary) {}
+    /// Only the stream of an evicted flow is read.
+    fn needs_flow_stats(&self) -> bool {
+        false
+    }
     fn flow_evicted(&mut self, f: &FlowSummary) {
         if let Some(mut c) = self.remove(f.stream.0) {
             self.listing.keep(diagnose(&mut c));

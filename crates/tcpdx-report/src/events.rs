@@ -278,6 +278,10 @@ impl<W: Write> EventsCsv<W> {
 }
 
 impl<W: Write> EventSink for EventsCsv<W> {
+    /// Rows only: flows are not written.
+    fn needs_flow_stats(&self) -> bool {
+        false
+    }
     fn segment(&mut self, a: &SegmentAnalysis) {
         if self.err.is_some() {
             return;
@@ -342,6 +346,10 @@ impl<W: Write> EventsJsonl<W> {
 }
 
 impl<W: Write> EventSink for EventsJsonl<W> {
+    /// Rows only: flows are not written.
+    fn needs_flow_stats(&self) -> bool {
+        false
+    }
     fn segment(&mut self, a: &SegmentAnalysis) {
         if self.err.is_some() {
             return;

@@ -76,4 +76,7 @@ impl<S: StorageSink> EventSink for Diagnosing<S> {
     fn warning(&mut self, w: &Warning) {
         self.diag.warning(w);
     }
+    fn needs_flow_stats(&self) -> bool {
+        self.diag.needs_flow_stats() || self.storage.needs_flow_stats()
+    }
 }

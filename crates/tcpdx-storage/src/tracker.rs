@@ -626,6 +626,11 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         }
     }
 
+    /// Flows are not read at all.
+    fn needs_flow_stats(&self) -> bool {
+        false
+    }
+
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
         let slot = match self.current.take() {

@@ -20,6 +20,9 @@ impl<S: EventSink> EventSink for OnlyFlagged<S> {
             self.0.segment(a);
         }
     }
+    fn needs_flow_stats(&self) -> bool {
+        self.0.needs_flow_stats()
+    }
 }
 
 /// Runs `tcpdx events`.

@@ -145,13 +145,15 @@ impl Connection {
     }
 
     /// Analyses one segment of this connection. `initial` carries flags decided before the
-    /// analysis (reused ports).
+    /// analysis (reused ports); `stats`: keep the statistics of [`Connection::summary`] (see
+    /// [`EventSink::needs_flow_stats`](crate::EventSink::needs_flow_stats)).
     pub fn handle_segment(
         &mut self,
         seg: &Segment,
         initial: F,
         rel_time_ns: i64,
         cfg: &AnalyzerConfig,
+        stats: bool,
     ) -> (SegmentAnalysis, Verdict) {
         let dir = self.dir_of(&seg.src);
         let (fwd, rev) = split(&mut self.halves, dir);
@@ -187,7 +189,9 @@ impl Connection {
         };
         let ack_rtt_ns = v.acked.map(|m| seg.ts.since(m.sent)).filter(|&d| d != 0);
 
-        self.update_stats(dir, seg, &v, rel_seq, window, ack_rtt_ns, cfg);
+        if stats {
+            self.update_stats(dir, seg, &v, rel_seq, window, ack_rtt_ns, cfg);
+        }
         self.last_ts = seg.ts;
         // Durations span the earliest to the latest time, whatever the capture order.
         self.first_ts = self.first_ts.min(seg.ts);
