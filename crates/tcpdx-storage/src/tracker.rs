@@ -433,8 +433,9 @@ impl<S: StorageSink> Tracker<S> {
     }
 }
 
-/// Streams in [`Recent`] (a power of two: a few hundred interleaved connections).
-const RECENT: usize = 256;
+/// Streams in [`Recent`] (a power of two, 64 KB: the few thousand connections a busy
+/// storage server keeps open, numbered in order, do not collide).
+const RECENT: usize = 4096;
 /// A [`Recent`] slot meaning "not parsed" (final: a skipped stream is never parsed again).
 const SKIPPED: usize = usize::MAX;
 

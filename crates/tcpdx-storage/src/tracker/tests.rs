@@ -230,8 +230,8 @@ fn cut_segments_skipped_give_what_reassembly_gives() {
 
 #[test]
 fn streams_sharing_a_cache_entry_keep_their_verdicts() {
-    // Streams 0 (not storage) and 256 (NFS) share an entry of the recent-stream cache and
-    // interleave; the 255 NFS connections between them close.
+    // Streams 0 (not storage) and RECENT (NFS) share an entry of the recent-stream cache
+    // and interleave; the NFS connections between them close.
     let mut t = Script::with(ScriptConfig {
         server_port: 80,
         ..ScriptConfig::DEFAULT
@@ -239,7 +239,7 @@ fn streams_sharing_a_cache_entry_keep_their_verdicts() {
     let web = t.conn();
     t.at_ms(1).handshake();
     let mut ids = Vec::new();
-    for i in 1..=256u16 {
+    for i in 1..=RECENT as u16 {
         ids.push(t.add_connection(ScriptConfig {
             client_port: 40000 + i,
             server_port: 2049,
@@ -247,8 +247,8 @@ fn streams_sharing_a_cache_entry_keep_their_verdicts() {
         }));
         t.at_ms(2).handshake();
     }
-    let nfs = ids[255];
-    for &id in &ids[..255] {
+    let nfs = ids[RECENT - 1];
+    for &id in &ids[..RECENT - 1] {
         t.on(id).at_ms(3).fin_from_client();
         t.at_ms(3).fin_from_server();
     }
@@ -276,7 +276,7 @@ fn streams_sharing_a_cache_entry_keep_their_verdicts() {
         .iter()
         .map(|x| (x.stream.0, x.reply.is_some()))
         .collect();
-    assert_eq!(answered, [(256, true); 4]);
+    assert_eq!(answered, [(RECENT as u32, true); 4]);
 }
 
 #[test]
