@@ -200,13 +200,14 @@ impl TcpLogs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const FIN: u16 = 0x01;
     const RST: u16 = 0x04;
 
-    fn seg(frame: u64, s: f64, dir: Dir, tcp_flags: u16, flags: u16) -> SegmentAnalysis {
+    /// A segment row of stream 3 (NFS) at `s` seconds, with these TCP and analysis flags.
+    pub(crate) fn seg(frame: u64, s: f64, dir: Dir, tcp_flags: u16, flags: u16) -> SegmentAnalysis {
         SegmentAnalysis {
             frame: FrameNo(frame),
             stream: StreamId(3),

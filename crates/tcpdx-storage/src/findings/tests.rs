@@ -171,28 +171,7 @@ fn tx(id: u64, op: &'static str, code: u16, req: (u64, f64), rep: (u64, f64)) ->
 }
 
 fn segment(frame: u64, s: f64, flags: u16) -> SegmentAnalysis {
-    SegmentAnalysis {
-        frame: FrameNo(frame),
-        stream: StreamId(3),
-        ts: Timestamp((s * 1e9) as i64),
-        rel_time_ns: (s * 1e9) as i64,
-        dir: Dir::ClientToServer,
-        src: "10.0.0.1".parse().unwrap(),
-        sport: 700,
-        dst: "10.0.0.2".parse().unwrap(),
-        dport: 2049,
-        seq: 1,
-        ack: 1,
-        tcp_flags: 0x10,
-        len: 0,
-        window_raw: 100,
-        window: 100,
-        flags: F(flags),
-        dup_ack_num: None,
-        bytes_in_flight: None,
-        ack_rtt_ns: None,
-        acks_frame: None,
-    }
+    crate::tcplog::tests::seg(frame, s, Dir::ClientToServer, 0, flags)
 }
 
 /// Logs `segs` per stream, on connections where a request was parsed, and hands the logs

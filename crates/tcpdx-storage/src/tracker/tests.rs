@@ -20,8 +20,13 @@ fn track(t: &Script) -> Tracker<Collect> {
 
 /// [`track`], with every segment on the reassembly path if `no_skip`.
 fn track_with(t: &Script, no_skip: bool) -> Tracker<Collect> {
+    track_into(t, Collect::default(), no_skip)
+}
+
+/// Runs `t` through an analyzer into a tracker pushing into `sink` (before `finish`).
+fn track_into<S: StorageSink>(t: &Script, sink: S, no_skip: bool) -> Tracker<S> {
     let mut analyzer = Analyzer::new(AnalyzerConfig::default());
-    let mut tracker = Tracker::new(StorageConfig::default(), Collect::default());
+    let mut tracker = Tracker::new(StorageConfig::default(), sink);
     tracker.no_skip = no_skip;
     for f in t.frames() {
         analyzer.handle_frame(&f.as_frame(), &mut tracker);
@@ -81,11 +86,7 @@ type Handed = (
 
 /// The TCP logs and last segment a tracker hands to its sink, by the end of input.
 fn handed_logs(t: &Script) -> Handed {
-    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
-    let mut tracker = Tracker::new(StorageConfig::default(), Recorder::default());
-    for f in t.frames() {
-        analyzer.handle_frame(&f.as_frame(), &mut tracker);
-    }
+    let mut tracker = track_into(t, Recorder::default(), false);
     tracker.finish();
     let (mut logs, mut last) = (Vec::new(), Vec::new());
     for e in tracker.into_sink().events {
