@@ -7,7 +7,9 @@
 //! NFSv4 ([`rpc`], [`nfs`]), SMB2/3 ([`smb2`]) and iSCSI ([`iscsi`]), matches requests with
 //! replies and pushes one [`Transaction`] per answered (or, at the end, unanswered) request
 //! into a [`StorageSink`]. [`srt`] aggregates them into service-response-time tables like
-//! Wireshark's `-z rpc,srt` / `-z smb2,srt` / `-z scsi,srt`.
+//! Wireshark's `-z rpc,srt` / `-z smb2,srt` / `-z scsi,srt`. Beside each connection's parser
+//! state the tracker keeps its TCP log ([`tcplog`]: silences, retransmissions, windows),
+//! which the storage [`findings`] read over slow transactions.
 //!
 //! Every parser reads only the bytes it needs from borrowed slices, keeps bounded state,
 //! and never panics on any byte stream.
