@@ -12,10 +12,13 @@
 #   bulk1500   64 interleaved bulk transfers, 1500-byte frames, headers only (snaplen 96)
 #   bulk9000   16 bulk transfers, 9000-byte frames, full payload
 #   many       2,000 concurrent short connections (40 segments each), headers only
+#   storage    32 NFSv3 connections alternating 32 KiB READs and WRITEs (snaplen 256: every
+#              header and RPC message whole, the bulk data cut), replaced after 200 calls
 #   bulk1500 and bulk9000 .gz / .zst   compressed copies
 # Tools: record walk (capdump --walk: record headers + Ethernet/IP/TCP headers, the floor),
-# tcpdx events/flows/diagnose with 1 thread and with all cores, tshark -q -z expert,
-# tcptrace -n, gzip -dc, zstd -dc. Then the peak RSS of flows, diagnose and srt at two capture
+# tcpdx events/flows/diagnose/srt with 1 thread and with all cores, tshark -q -z expert (and
+# on the storage mix tshark -q -z rpc,srt,100003,3, what `tcpdx srt` reports), tcptrace -n,
+# gzip -dc, zstd -dc. Then the peak RSS of flows, diagnose and srt at two capture
 # sizes (1M and 20M packets; --quick: 100k and 1M; BENCH_RSS_PACKETS sets the larger).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,7 @@ cores=$(nproc)
 "$bin/tcpdx-synth" "$n" 64 20000 > "$dir/bulk1500.pcap"
 "$bin/tcpdx-synth" $((n / 4)) 16 20000 10 8948 65535 > "$dir/bulk9000.pcap"
 "$bin/tcpdx-synth" "$n" 2000 40 > "$dir/many.pcap"
+"$bin/tcpdx-synth" storage "$n" > "$dir/storage.pcap"
 for cap in bulk1500 bulk9000; do
   gzip -c -1 "$dir/$cap.pcap" > "$dir/$cap.pcap.gz"
   zstd -q -c -3 "$dir/$cap.pcap" > "$dir/$cap.pcap.zst"
@@ -80,7 +84,7 @@ ratio() { echo "$1 / $2" | bc -l | xargs printf "%.2f"; }
   echo "timing is the fastest of $loops runs. Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)."
 } > "$out"
 summary=""
-for cap in bulk1500 bulk9000 many; do
+for cap in bulk1500 bulk9000 many storage; do
   f=$dir/$cap.pcap
   pk=$("$bin/examples/capdump" --count "$f" | cut -d' ' -f1)
   by=$(stat -c %s "$f")
@@ -105,16 +109,24 @@ for cap in bulk1500 bulk9000 many; do
   w_dg1=$wall c_dg1=$cpu
   measure "tcpdx diagnose --threads $cores" "$pk" "$by" "$bin/tcpdx" diagnose --threads "$cores" "$f"
   w_dgn=$wall
+  measure "tcpdx srt --threads 1" "$pk" "$by" "$bin/tcpdx" srt --threads 1 "$f"
+  w_sr1=$wall c_sr1=$cpu
+  measure "tcpdx srt --threads $cores" "$pk" "$by" "$bin/tcpdx" srt --threads "$cores" "$f"
+  w_srn=$wall
   line="$cap: speed vs the record walk (wall/cpu): events(1 thread) $(ratio "$w_walk" "$w_ev1")x/$(ratio "$c_walk" "$c_ev1")x, diagnose(1 thread) $(ratio "$w_walk" "$w_dg1")x/$(ratio "$c_walk" "$c_dg1")x"
   if command -v tshark > /dev/null; then
     measure "tshark -q -z expert" "$pk" "$by" tshark -r "$f" -q -z expert
     line="$line; vs tshark (wall/cpu): events $(ratio "$wall" "$w_ev1")x/$(ratio "$cpu" "$c_ev1")x, flows $(ratio "$wall" "$w_fl1")x/$(ratio "$cpu" "$c_fl1")x, diagnose $(ratio "$wall" "$w_dg1")x/$(ratio "$cpu" "$c_dg1")x"
+    if [ "$cap" = storage ]; then
+      measure "tshark -q -z rpc,srt,100003,3" "$pk" "$by" tshark -r "$f" -q -z rpc,srt,100003,3
+      line="$line; srt vs tshark -z rpc,srt (wall/cpu) $(ratio "$wall" "$w_sr1")x/$(ratio "$cpu" "$c_sr1")x"
+    fi
   fi
   if command -v tcptrace > /dev/null; then
     measure "tcptrace -n" "$pk" "$by" tcptrace -n "$f"
     line="$line; flows vs tcptrace $(ratio "$wall" "$w_fl1")x"
   fi
-  line="$line; $cores threads vs 1: events $(ratio "$w_ev1" "$w_evn")x, flows $(ratio "$w_fl1" "$w_fln")x, diagnose $(ratio "$w_dg1" "$w_dgn")x (wall; CPU walk $c_walk s)"
+  line="$line; $cores threads vs 1: events $(ratio "$w_ev1" "$w_evn")x, flows $(ratio "$w_fl1" "$w_fln")x, diagnose $(ratio "$w_dg1" "$w_dgn")x, srt $(ratio "$w_sr1" "$w_srn")x (wall; CPU walk $c_walk s)"
   summary="$summary
 - $line"
 done

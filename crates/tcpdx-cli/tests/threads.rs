@@ -14,6 +14,7 @@ use std::process::Command;
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{Analyzer, AnalyzerConfig};
 use tcpdx_testkit::bulk::BulkConfig;
+use tcpdx_testkit::storage_mix::{StorageMixConfig, write_storage_mix};
 use tcpdx_testkit::{Script, ScriptConfig};
 
 fn repo() -> PathBuf {
@@ -168,6 +169,54 @@ fn many_storage_connections_give_the_same_output_for_any_thread_count() {
     ];
     assert_same(&file, filtered, &[2]);
     std::fs::remove_file(file).ok();
+}
+
+#[test]
+fn the_generated_storage_mix_parses_and_gives_the_same_output_for_any_thread_count() {
+    // The benchmark's storage capture (bench/run.sh), small: 6 NFSv3 connections alternating
+    // 8 KiB READs and WRITEs, 6 operations each, replaced when closed.
+    let cfg = StorageMixConfig {
+        packets: 4_000,
+        concurrent: 6,
+        ops_per_conn: 6,
+        io_bytes: 8192,
+        ..StorageMixConfig::default()
+    };
+    let path = std::env::temp_dir().join(format!("tcpdx-mix-{}.pcap", std::process::id()));
+    let f = std::fs::File::create(&path).expect("create capture");
+    write_storage_mix(std::io::BufWriter::new(f), cfg).expect("write capture");
+    let (code, out, err) = tcpdx(&["srt", "--json"], &path, 1);
+    assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&err));
+    let srt: serde_json::Value = serde_json::from_slice(&out).expect("srt --json");
+    let calls = |op: &str| -> u64 {
+        let answered: u64 = srt["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["op"] == op)
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        let open: u64 = srt["unanswered"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["op"] == op)
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        answered + open
+    };
+    let (reads, writes) = (calls("READ"), calls("WRITE"));
+    // Each connection alternates, READ first: at most one READ more than WRITEs each.
+    assert!(writes > 50, "{reads} READs, {writes} WRITEs");
+    assert!(
+        reads >= writes && reads - writes <= cfg.concurrent as u64,
+        "{reads} READs, {writes} WRITEs"
+    );
+    for t in srt["slowest"].as_array().unwrap() {
+        assert_eq!(t["len"].as_u64(), Some(8192), "{t}");
+    }
+    assert_same(&path, STORAGE, &[2]);
+    std::fs::remove_file(path).ok();
 }
 
 #[test]

@@ -45,16 +45,39 @@ struct Conn {
     step: u64,
 }
 
-struct Out<W: Write> {
-    w: W,
+/// A pcap being streamed: frames `gap_ns` apart, cut at `snaplen` bytes.
+pub(crate) struct Out<W: Write> {
+    pub(crate) w: BufWriter<W>,
     ts_ns: u64,
     gap_ns: u64,
     snaplen: usize,
-    frames: u64,
+    /// Frames written so far.
+    pub(crate) frames: u64,
 }
 
 impl<W: Write> Out<W> {
-    fn frame(&mut self, spec: &FrameSpec) -> io::Result<()> {
+    /// Writes the pcap header (Ethernet, microseconds) into `w`.
+    pub(crate) fn new(w: W, gap_ns: u64, snaplen: usize) -> io::Result<Self> {
+        let mut out = Out {
+            w: BufWriter::with_capacity(1 << 20, w),
+            ts_ns: 1_700_000_000_000_000_000,
+            gap_ns,
+            snaplen,
+            frames: 0,
+        };
+        for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 262_144, 1] {
+            if v == 0x0004_0002 {
+                out.w.write_all(&2u16.to_le_bytes())?;
+                out.w.write_all(&4u16.to_le_bytes())?;
+            } else {
+                out.w.write_all(&v.to_le_bytes())?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes one frame, `gap_ns` after the previous one.
+    pub(crate) fn frame(&mut self, spec: &FrameSpec) -> io::Result<()> {
         let bytes = spec.build();
         let cap = bytes.len().min(self.snaplen);
         self.ts_ns += self.gap_ns;
@@ -132,21 +155,7 @@ pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
     let per_conn = cfg.per_conn;
     let gap_ns = cfg.gap_us * 1000;
     let mss = cfg.mss;
-    let mut out = Out {
-        w: BufWriter::with_capacity(1 << 20, w),
-        ts_ns: 1_700_000_000_000_000_000,
-        gap_ns,
-        snaplen: cfg.snaplen,
-        frames: 0,
-    };
-    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 262_144, 1] {
-        if v == 0x0004_0002 {
-            out.w.write_all(&2u16.to_le_bytes())?;
-            out.w.write_all(&4u16.to_le_bytes())?;
-        } else {
-            out.w.write_all(&v.to_le_bytes())?;
-        }
-    }
+    let mut out = Out::new(w, gap_ns, cfg.snaplen)?;
     let mut next_port: u16 = 1024;
     let new_conn = |port: &mut u16| {
         *port = if *port == u16::MAX { 1024 } else { *port + 1 };

@@ -32,6 +32,7 @@ pub mod frame;
 pub mod nfs;
 pub mod pcap_writer;
 pub mod script;
+pub mod storage_mix;
 pub mod synth;
 pub mod tshark;
 
