@@ -188,23 +188,14 @@ fn the_generated_storage_mix_parses_and_gives_the_same_output_for_any_thread_cou
     let (code, out, err) = tcpdx(&["srt", "--json"], &path, 1);
     assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&err));
     let srt: serde_json::Value = serde_json::from_slice(&out).expect("srt --json");
-    let calls = |op: &str| -> u64 {
-        let answered: u64 = srt["tables"][0]["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["op"] == op)
+    // The answered calls of `op` and the unanswered ones.
+    let count = |list: &serde_json::Value, op: &str| -> u64 {
+        let rows = list.as_array().unwrap().iter();
+        rows.filter(|r| r["op"] == op)
             .map(|r| r["count"].as_u64().unwrap())
-            .sum();
-        let open: u64 = srt["unanswered"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["op"] == op)
-            .map(|r| r["count"].as_u64().unwrap())
-            .sum();
-        answered + open
+            .sum()
     };
+    let calls = |op: &str| count(&srt["tables"][0]["rows"], op) + count(&srt["unanswered"], op);
     let (reads, writes) = (calls("READ"), calls("WRITE"));
     // Each connection alternates, READ first: at most one READ more than WRITEs each.
     assert!(writes > 50, "{reads} READs, {writes} WRITEs");

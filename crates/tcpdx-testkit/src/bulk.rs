@@ -113,18 +113,24 @@ fn spec(c: &Conn, from_client: bool, seq: u32, ack: u32, flags: u16, len: u32) -
         ack,
         flags,
         window: 8192,
-        options: if flags & SYN != 0 {
-            OptionsSpec {
-                mss: Some(1460),
-                wscale: Some(7),
-                sack_perm: true,
-                ..OptionsSpec::NONE
-            }
-        } else {
-            OptionsSpec::NONE
-        },
+        options: syn_options(flags),
         payload_len: len,
         ..FrameSpec::TEMPL
+    }
+}
+
+/// A Linux client's SYN options (MSS 1460, window scale 7, SACK permitted) on a SYN, none on
+/// any other segment.
+pub(crate) fn syn_options(flags: u16) -> OptionsSpec {
+    if flags & SYN != 0 {
+        OptionsSpec {
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_perm: true,
+            ..OptionsSpec::NONE
+        }
+    } else {
+        OptionsSpec::NONE
     }
 }
 

@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::bulk::Out;
-use crate::{ACK, FIN, FrameSpec, OptionsSpec, PSH, Payload, SYN, nfs};
+use crate::bulk::{Out, syn_options};
+use crate::{ACK, FIN, FrameSpec, PSH, Payload, SYN, nfs};
 
 /// What to generate.
 #[derive(Clone, Copy, Debug)]
@@ -109,16 +109,7 @@ impl Conn {
             ack: if flags & ACK != 0 { self.seq[peer] } else { 0 },
             flags,
             window: 8192,
-            options: if flags & SYN != 0 {
-                OptionsSpec {
-                    mss: Some(1460),
-                    wscale: Some(7),
-                    sack_perm: true,
-                    ..OptionsSpec::NONE
-                }
-            } else {
-                OptionsSpec::NONE
-            },
+            options: syn_options(flags),
             payload_len: len,
             payload: Payload::Bytes(payload),
             ..FrameSpec::TEMPL
