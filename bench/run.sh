@@ -19,7 +19,8 @@
 # tcpdx events/flows/diagnose/srt with 1 thread and with all cores, tshark -q -z expert (and
 # on the storage mix tshark -q -z rpc,srt,100003,3, what `tcpdx srt` reports), tcptrace -n,
 # gzip -dc, zstd -dc. Then the peak RSS of flows, diagnose and srt at two capture
-# sizes (1M and 20M packets; --quick: 100k and 1M; BENCH_RSS_PACKETS sets the larger).
+# sizes (1M and 20M packets; --quick: 100k and 1M; BENCH_RSS_PACKETS sets the larger), each
+# the median of as many runs as the timings take the fastest of.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -185,6 +186,13 @@ rss() {
   }
   cat "$dir/rss"
 }
+# rss_median N CMD PER_CONN THREADS: the median of $loops `rss` runs (the peak of one run
+# varies by about 1 MB with the reader's and the workers' timing: a 1.1x ratio came out
+# anywhere from 1.08x to 1.22x from single runs).
+rss_median() {
+  local i
+  for ((i = 0; i < loops; i++)); do rss "$@"; done | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
 # conns N PER_CONN: connections in N synthetic packets (flows prints a header, then a row
 # per direction).
 conns() {
@@ -198,8 +206,8 @@ for per in 100000000 2000; do
   fi
   for threads in 1 2; do
     for cmd in flows diagnose srt; do
-      a=$(rss "$small" "$cmd" "$per" "$threads")
-      b=$(rss "$large" "$cmd" "$per" "$threads")
+      a=$(rss_median "$small" "$cmd" "$per" "$threads")
+      b=$(rss_median "$large" "$cmd" "$per" "$threads")
       r=$(ratio "$b" "$a")
       if [ "$per" = 2000 ]; then
         per_conn=$(echo "($b - $a) * 1000 / ($c_large - $c_small)" | bc)
