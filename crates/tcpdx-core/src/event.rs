@@ -230,7 +230,7 @@ pub trait EventSink {
     /// Whether this sink reads the statistics of the [`FlowSummary`]s it is given (packets,
     /// bytes, retransmissions, windows, RTT). A sink that does not returns false, and the
     /// analyzer skips their upkeep on every segment (a tenth of `diagnose`'s time on a bulk
-    /// capture, most of it the RTT reservoir): its summaries then carry the stream, the
+    /// capture): its summaries then carry the stream, the
     /// endpoints and the times, with every counter zero. Rows are the same either way.
     #[inline]
     fn needs_flow_stats(&self) -> bool {

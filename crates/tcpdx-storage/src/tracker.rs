@@ -171,11 +171,8 @@ impl State {
     }
 }
 
-/// One storage connection. repr(C), what every segment reads first: bulk traffic
-/// interleaves dozens of connections, so each segment finds its connection out of the L1
-/// cache, and the fields a segment touches were spread over a dozen lines (cachegrind).
+/// One storage connection: its parser state, each direction's bytes, and its TCP log.
 #[derive(Debug)]
-#[repr(C)]
 struct Conn {
     stream: StreamId,
     data_seen: [bool; 2],
@@ -188,9 +185,8 @@ struct Conn {
     state: State,
 }
 
-/// One direction of a connection's bytes.
+/// One direction of a connection's bytes: their reassembly and framing.
 #[derive(Debug)]
-#[repr(C)]
 struct Side {
     reasm: Reassembler,
     framer: Framer,
@@ -262,9 +258,6 @@ pub struct Tracker<S> {
     last_ts: Option<tcpdx_wire::Timestamp>,
     /// The last segment of a storage connection.
     last_storage: Option<At>,
-    /// The frame whose segment row was just seen, and its connection's slot: its payload
-    /// follows at once, and needs no second lookup.
-    current: Option<(FrameNo, usize)>,
     sink: S,
     /// Every segment takes the reassembly path: the reference [`skip_cut`] is tested
     /// against.
@@ -285,7 +278,6 @@ impl<S: StorageSink> Tracker<S> {
             started: false,
             last_ts: None,
             last_storage: None,
-            current: None,
             sink,
             #[cfg(test)]
             no_skip: false,
@@ -597,12 +589,10 @@ impl<S: StorageSink> EventSink for Tracker<S> {
         let Some(conn) = self.conns.get_mut(slot) else {
             return;
         };
-        let at = At {
+        self.last_storage = Some(At {
             frame: a.frame,
             ts: a.ts,
-        };
-        self.last_storage = Some(at);
-        self.current = Some((a.frame, slot));
+        });
         conn.log.segment(a);
         if flags.syn() && !*a.dir.of(&conn.data_seen) {
             let side = a.dir.of_mut(&mut conn.sides);
@@ -634,16 +624,8 @@ impl<S: StorageSink> EventSink for Tracker<S> {
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;
-        let slot = match self.current.take() {
-            Some((frame, slot))
-                if frame == a.frame && self.conns.get(slot).is_some_and(|c| c.stream == stream) =>
-            {
-                slot
-            }
-            _ => match self.open(a) {
-                Some(slot) => slot,
-                None => return,
-            },
+        let Some(slot) = self.open(a) else {
+            return;
         };
         let Some(conn) = self.conns.get_mut(slot) else {
             return;

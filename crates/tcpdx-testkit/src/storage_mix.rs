@@ -123,9 +123,9 @@ impl Conn {
     /// Queues `bytes` from one side in `mss`-sized segments, the other side acknowledging
     /// every second one and the last.
     fn send(&mut self, from_client: bool, bytes: &[u8], mss: u32) {
-        let chunks: Vec<&[u8]> = bytes.chunks(mss.max(1) as usize).collect();
+        let chunks = bytes.chunks(mss.max(1) as usize);
         let n = chunks.len();
-        for (i, chunk) in chunks.into_iter().enumerate() {
+        for (i, chunk) in chunks.enumerate() {
             self.push(from_client, PSH | ACK, chunk.to_vec());
             if i % 2 == 1 || i + 1 == n {
                 self.push(!from_client, ACK, Vec::new());

@@ -34,14 +34,22 @@ fn track_into<S: StorageSink>(t: &Script, sink: S, no_skip: bool) -> Tracker<S> 
     tracker
 }
 
-#[test]
-fn a_connection_over_is_removed_and_still_counted() {
+/// An NFS READ at 20 ms answered at `reply_ms`, then FINs from the client and the server
+/// 20 and 21 ms later.
+fn read_then_close(reply_ms: f64) -> Script {
     let mut t = nfs();
     t.handshake();
     t.at_ms(20).client_sends_bytes(&nfs::read_call(7, 100));
-    t.at_ms(30).server_sends_bytes(&nfs::read_reply(7, 100));
-    t.at_ms(40).fin_from_client();
-    t.at_ms(41).fin_from_server();
+    t.at_ms(reply_ms)
+        .server_sends_bytes(&nfs::read_reply(7, 100));
+    t.at_ms(reply_ms + 20.0).fin_from_client();
+    t.at_ms(reply_ms + 21.0).fin_from_server();
+    t
+}
+
+#[test]
+fn a_connection_over_is_removed_and_still_counted() {
+    let t = read_then_close(30.0);
     let mut tracker = track(&t);
     assert!(tracker.conns.is_empty(), "removed at the second FIN");
     assert_eq!(tracker.stats().connections, 1);
@@ -103,12 +111,7 @@ fn handed_logs(t: &Script) -> Handed {
 fn a_connection_with_a_request_hands_its_tcp_log_over_once() {
     // A READ answered after 2 s of silence, then FINs both ways: the log goes to the sink
     // when the connection is removed, with the silence in it.
-    let mut t = nfs();
-    t.handshake();
-    t.at_ms(20).client_sends_bytes(&nfs::read_call(7, 100));
-    t.at_ms(2020).server_sends_bytes(&nfs::read_reply(7, 100));
-    t.at_ms(2040).fin_from_client();
-    t.at_ms(2041).fin_from_server();
+    let t = read_then_close(2020.0);
     let (logs, last) = handed_logs(&t);
     assert_eq!(logs.len(), 1, "{logs:?}");
     let (stream, log) = &logs[0];
