@@ -87,8 +87,12 @@ pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
         FailOn::Major => Severity::Major,
         FailOn::Critical => Severity::Critical,
     });
-    Ok(match level {
+    let code = match level {
         Some(l) if fails(&all, l) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
-    })
+    };
+    // The process ends next: freeing tens of thousands of findings one by one took 3% of
+    // a run on many short connections, for nothing.
+    std::mem::forget(all);
+    Ok(code)
 }
