@@ -175,8 +175,10 @@ pub struct Finding {
     pub wireshark_filter: String,
     /// What happened, for a newcomer.
     pub explanation: String,
-    /// What to change, most effective first.
-    pub recommendations: Vec<String>,
+    /// What to change, most effective first. Mostly fixed texts, borrowed: a finding can
+    /// come for every connection of a capture, and owned copies were a fifth of the bytes
+    /// a listed connection holds.
+    pub recommendations: Vec<Cow<'static, str>>,
     /// The episodes, in time order (at most [`MAX_EPISODES_LISTED`]).
     pub episode_list: Vec<Episode>,
     /// Capture file the finding comes from (set by the CLI when several files are given).

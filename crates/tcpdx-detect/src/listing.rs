@@ -67,28 +67,27 @@ impl Diagnosed {
     /// listing's memory budget counts. Renumbering can only make it larger (longer
     /// stream numbers in the filters), which keeps a share's folds within the merged ones.
     fn measure(&self) -> usize {
+        use std::borrow::Cow;
         use std::mem::size_of;
-        let strings =
-            |v: &[String]| -> usize { v.iter().map(|s| size_of::<String>() + s.len()).sum() };
+        // Borrowed texts are the program's, not the listing's.
+        let owned = |s: &Cow<'static, str>| match s {
+            Cow::Owned(s) => s.len(),
+            Cow::Borrowed(_) => 0,
+        };
         let findings: usize = self
             .findings
             .iter()
             .map(|f| {
-                let roles: usize = f
-                    .evidence
-                    .iter()
-                    .map(|e| match &e.role {
-                        std::borrow::Cow::Owned(r) => r.len(),
-                        std::borrow::Cow::Borrowed(_) => 0,
-                    })
-                    .sum();
+                let roles: usize = f.evidence.iter().map(|e| owned(&e.role)).sum();
+                let recommendations: usize = f.recommendations.iter().map(owned).sum();
                 size_of::<Finding>()
                     + f.evidence.len() * size_of::<crate::finding::Evidence>()
                     + roles
                     + f.episode_list.len() * size_of::<crate::finding::Episode>()
                     + f.wireshark_filter.len()
                     + f.explanation.len()
-                    + strings(&f.recommendations)
+                    + f.recommendations.len() * size_of::<Cow<'static, str>>()
+                    + recommendations
                     + f.file.as_ref().map_or(0, String::len)
             })
             .sum();
@@ -106,7 +105,9 @@ impl Diagnosed {
             f.explanation.shrink_to_fit();
             f.recommendations.shrink_to_fit();
             for r in &mut f.recommendations {
-                r.shrink_to_fit();
+                if let std::borrow::Cow::Owned(r) = r {
+                    r.shrink_to_fit();
+                }
             }
         }
     }
@@ -457,6 +458,21 @@ mod tests {
         v.sort_by_key(|x| x.rank());
         let got: Vec<(u32, u64)> = v.iter().map(|x| (x.stream, x.seq)).collect();
         assert_eq!(got, [(2, 0), (3, 0), (1, 0), (1, 1)]);
+    }
+
+    #[test]
+    fn borrowed_texts_do_not_count_against_the_memory_bound() {
+        const TEXT: &str = "Look at the server's disk latency at these moments.";
+        let with = |r: std::borrow::Cow<'static, str>| {
+            let mut f = Finding::new(FindingKind::FixedDurationStall, Some(1));
+            f.recommendations = vec![r];
+            let mut d = part(1, 1.0);
+            d.findings = vec![f];
+            d.measure()
+        };
+        let borrowed = with(TEXT.into());
+        let owned = with(TEXT.to_string().into());
+        assert_eq!(owned - borrowed, TEXT.len());
     }
 
     #[test]

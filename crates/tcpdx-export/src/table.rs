@@ -40,7 +40,7 @@ pub enum Cell<'a> {
     /// A `Str` value.
     Str(&'a str),
     /// A `StrList` value.
-    Strs(&'a [String]),
+    Strs(&'a [std::borrow::Cow<'static, str>]),
 }
 
 impl From<i32> for Cell<'_> {
@@ -362,7 +362,11 @@ mod tests {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
 
-    fn finding_row<'a>(id: i64, stream: Option<i64>, recs: &'a [String]) -> Vec<Cell<'a>> {
+    fn finding_row<'a>(
+        id: i64,
+        stream: Option<i64>,
+        recs: &'a [std::borrow::Cow<'static, str>],
+    ) -> Vec<Cell<'a>> {
         vec![
             id.into(),
             "rto-stall".into(),
@@ -381,10 +385,10 @@ mod tests {
 
     #[test]
     fn rows_round_trip_through_the_parquet_reader() {
-        let recs = vec!["fix it".to_string(), "or this".to_string()];
+        let recs = vec!["fix it".into(), format!("or {}", "this").into()];
         let mut w = TableWriter::with_group_rows(Vec::new(), &FINDINGS, &[("k", "v")], 2).unwrap();
         for i in 0..5 {
-            let r: &[String] = if i % 2 == 0 { &recs } else { &[] };
+            let r: &[std::borrow::Cow<'static, str>] = if i % 2 == 0 { &recs } else { &[] };
             w.row(&finding_row(i, (i != 3).then_some(i * 10), r))
                 .unwrap();
         }

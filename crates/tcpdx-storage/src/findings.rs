@@ -370,7 +370,7 @@ fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
                 _ => "Raise the initiator's queue depth or I/O size (iSCSI: more outstanding commands, larger MaxBurstLength).",
             }
             .into(),
-            format!("Outstanding bytes should cover the bandwidth-delay product ({}).", human_bytes(bdp)),
+            format!("Outstanding bytes should cover the bandwidth-delay product ({}).", human_bytes(bdp)).into(),
         ];
         return Some(f);
     }

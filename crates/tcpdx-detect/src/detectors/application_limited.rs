@@ -58,7 +58,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         format!(
             "If {server}'s think time dominates, the bottleneck is the server (CPU, disk, \
              locks), not the network."
-        ),
+        )
+        .into(),
     ];
     vec![f]
 }

@@ -237,7 +237,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              or a congestion control that paces and probes the bottleneck: \
              `sysctl -w net.ipv4.tcp_congestion_control=bbr`.",
             path = rate(cx.path_bps)
-        ),
+        )
+        .into(),
         "Or shape/police at the speed mismatch (10G into 1G): QoS shaping to the slow link's \
          rate, deeper buffers or ECN/AQM on the switch; avoid old Reno stacks that reset the \
          window to one segment (storage vendors: ask for CUBIC/BBR or RFC 6937 PRR)."

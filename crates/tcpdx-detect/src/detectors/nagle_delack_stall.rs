@@ -48,7 +48,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              IPPROTO_TCP, TCP_NODELAY, 1)`; most RPC/storage clients have an option for it), or \
              write each message in one call (`writev`, or TCP_CORK around the writes and \
              uncork at the end)."
-        ),
+        )
+        .into(),
         format!(
             "Or on the receiver ({receiver}): stop delaying ACKs for this traffic (Linux `ip \
              route change <sender subnet> dev <if> quickack 1` or TCP_QUICKACK; Windows \
@@ -56,7 +57,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters\\Interfaces\\<GUID>; \
              ESXi NFS client `/SunRPC/SetNoDelayedAck`=1). This removes the timer but Nagle still \
              costs one round trip per message."
-        ),
+        )
+        .into(),
     ];
     vec![f]
 }

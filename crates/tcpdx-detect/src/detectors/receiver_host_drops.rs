@@ -61,7 +61,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              'drop|miss|no_buf|ring'`, `/proc/net/softnet_stat`, `nstat -az | grep -i drop`) and \
              enlarge the receive ring (`ethtool -G <if> rx 4096`; VMXNET3 in Windows guests: \
              'Rx Ring #1 Size' 4096 and 'Small Rx Buffers' 8192)."
-        ),
+        )
+        .into(),
         "If the receiver is a VM: check CPU ready time (esxtop %RDY; more than 5% per vCPU \
          starves the guest's receive path) and co-stop; give it CPU reservation or fewer vCPUs \
          contending."

@@ -62,7 +62,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              `net.ipv4.tcp_recovery=1`, default since 4.18) and SACK on \
              (`net.ipv4.tcp_sack=1`); where the RTT is small and stable, lower the minimum RTO \
              per route (`ip route change <dst> ... rto_min 20ms`)."
-        ),
+        )
+        .into(),
     ];
     vec![f]
 }

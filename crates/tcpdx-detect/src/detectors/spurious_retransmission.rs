@@ -61,7 +61,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              `net.ipv4.tcp_dsack=1`, `net.ipv4.tcp_frto=2`, RACK `net.ipv4.tcp_recovery=1` \
              (adapts its reordering window); raise `net.ipv4.tcp_reordering` (e.g. 10) on paths \
              known to reorder."
-        ),
+        )
+        .into(),
     ];
     vec![f]
 }
