@@ -20,7 +20,7 @@
 # on the storage mix tshark -q -z rpc,srt,100003,3, what `tcpdx srt` reports), tcptrace -n,
 # gzip -dc, zstd -dc. Then the peak RSS of flows, diagnose and srt at two capture
 # sizes (1M and 20M packets; --quick: 100k and 1M; BENCH_RSS_PACKETS sets the larger), each
-# the median of as many runs as the timings take the fastest of.
+# the highest of as many runs as the timings take the fastest of.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -186,12 +186,14 @@ rss() {
   }
   cat "$dir/rss"
 }
-# rss_median N CMD PER_CONN THREADS: the median of $loops `rss` runs (the peak of one run
-# varies by about 1 MB with the reader's and the workers' timing: a 1.1x ratio came out
-# anywhere from 1.08x to 1.22x from single runs).
-rss_median() {
+# rss_peak N CMD PER_CONN THREADS: the highest of $loops `rss` runs. The peak of one run
+# depends on how far the reader got ahead before the end: srt on 1M packets peaked at
+# 9.8 MB in two runs of seven and 10.9-11.3 MB in the others, where 20M packets, long
+# enough for the read-ahead queue to fill every time, gave 11.8-12.3 MB; a median of
+# three then put the ratio anywhere from 1.06x to 1.23x. The highest is each size's peak.
+rss_peak() {
   local i
-  for ((i = 0; i < loops; i++)); do rss "$@"; done | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+  for ((i = 0; i < loops; i++)); do rss "$@"; done | sort -n | tail -1
 }
 # conns N PER_CONN: connections in N synthetic packets (flows prints a header, then a row
 # per direction).
@@ -206,8 +208,8 @@ for per in 100000000 2000; do
   fi
   for threads in 1 2; do
     for cmd in flows diagnose srt; do
-      a=$(rss_median "$small" "$cmd" "$per" "$threads")
-      b=$(rss_median "$large" "$cmd" "$per" "$threads")
+      a=$(rss_peak "$small" "$cmd" "$per" "$threads")
+      b=$(rss_peak "$large" "$cmd" "$per" "$threads")
       r=$(ratio "$b" "$a")
       if [ "$per" = 2000 ]; then
         per_conn=$(echo "($b - $a) * 1000 / ($c_large - $c_small)" | bc)

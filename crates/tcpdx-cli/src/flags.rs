@@ -77,7 +77,8 @@ pub struct Common {
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
     /// Analysis threads (default: the number of cores, less one for a compressed file's
-    /// decompression). Output is the same for any value.
+    /// decompression). Output is the same for any value. More threads pay on captures of
+    /// many concurrent connections; on a few bulk ones reading is most of the work.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Connections tracked at once; beyond it the least recently active one is evicted:
@@ -132,7 +133,8 @@ pub struct DiagnoseArgs {
     #[arg(long = "port", value_name = "PORT")]
     pub ports: Vec<u16>,
     /// Analysis threads (default: the number of cores, less one for a compressed file's
-    /// decompression). Output is the same for any value.
+    /// decompression). Output is the same for any value. More threads pay on captures of
+    /// many concurrent connections; on a few bulk ones reading is most of the work.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
     /// Connections tracked at once; beyond it the least recently active one is evicted:
