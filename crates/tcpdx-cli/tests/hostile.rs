@@ -298,7 +298,9 @@ fn syn_flood_a_million_connections_with_max_flows() {
 
 #[test]
 fn syn_flood_json_counts_and_default_cap() {
-    let p = tmp("syn-300k.pcap");
+    // A name of its own: tests run in parallel, and one removing a shared file made the
+    // other fail (seen once in CI).
+    let p = tmp("syn-300k-json.pcap");
     syn_flood(&p, 300_000);
     let r = run(&["flows", "--json", p.to_str().unwrap()], true);
     r.assert_ok("syn flood json");
@@ -314,7 +316,7 @@ fn syn_flood_json_counts_and_default_cap() {
 
 #[test]
 fn syn_flood_diagnose_frees_evicted_connections() {
-    let p = tmp("syn-300k.pcap");
+    let p = tmp("syn-300k-diagnose.pcap");
     syn_flood(&p, 300_000);
     let r = run(
         &["diagnose", "--max-flows", "1000", p.to_str().unwrap()],
@@ -342,7 +344,7 @@ fn syn_flood_diagnose_frees_evicted_connections() {
 #[test]
 fn many_short_connections_with_findings() {
     // Each connection has a fixed-duration-stall finding with 20 episodes and their
-    // evidence (about 2.3 KB listed): 20,000 of them overflow the listing's 32 MiB, so the
+    // evidence (about 1.8 KB listed): 20,000 of them overflow the listing's 32 MiB, so the
     // least costly are counted instead of listed. Listing all took 210 MB here (2 threads).
     let p = tmp("many-short.pcap");
     let f = std::fs::File::create(&p).expect("create capture");
