@@ -363,6 +363,10 @@ fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
             rtt * 1e3,
             achieved_bps / 1e6,
         );
+        let cover = format!(
+            "Outstanding bytes should cover the bandwidth-delay product ({}).",
+            human_bytes(bdp)
+        );
         f.recommendations = vec![
             match proto {
                 "nfs" => "Keep more READ/WRITE requests in flight: larger rsize/wsize, more RPC slots, `nconnect`, read-ahead.",
@@ -370,7 +374,7 @@ fn request_pattern(c: &StreamSummary, diag: &Diagnosis) -> Option<Finding> {
                 _ => "Raise the initiator's queue depth or I/O size (iSCSI: more outstanding commands, larger MaxBurstLength).",
             }
             .into(),
-            format!("Outstanding bytes should cover the bandwidth-delay product ({}).", human_bytes(bdp)).into(),
+            cover.into(),
         ];
         return Some(f);
     }

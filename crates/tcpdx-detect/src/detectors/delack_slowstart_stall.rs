@@ -72,21 +72,22 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         hold = ms(median),
         total = ms(cost_ns),
     );
-    f.recommendations =
-        vec![
-        format!(
-            "Workaround on the receiver ({receiver}): stop delaying ACKs for this traffic. ESXi \
-             NFS client: `esxcfg-advcfg -s 1 /SunRPC/SetNoDelayedAck` (VMware KB 59548; iSCSI: \
-             disable DelayedAck on the adapter, KB 1002598). Linux: `ip route change <sender \
-             subnet> dev <if> quickack 1` (or TCP_QUICKACK in the application). Windows: \
-             registry `TcpAckFrequency`=1 (DWORD) under \
-             HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters\\Interfaces\\<GUID>."
-        ).into(),
-        format!(
-            "Real fix on the sender ({sender}): a stack that keeps half its window after a fast \
-             retransmission (RFC 5681 fast recovery, RFC 6675 SACK recovery, PRR RFC 6937) \
-             instead of restarting from one segment; ask the vendor for that fix."
-        ).into(),
+    let workaround = format!(
+        "Workaround on the receiver ({receiver}): stop delaying ACKs for this traffic. ESXi \
+         NFS client: `esxcfg-advcfg -s 1 /SunRPC/SetNoDelayedAck` (VMware KB 59548; iSCSI: \
+         disable DelayedAck on the adapter, KB 1002598). Linux: `ip route change <sender \
+         subnet> dev <if> quickack 1` (or TCP_QUICKACK in the application). Windows: \
+         registry `TcpAckFrequency`=1 (DWORD) under \
+         HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters\\Interfaces\\<GUID>."
+    );
+    let fix = format!(
+        "Real fix on the sender ({sender}): a stack that keeps half its window after a fast \
+         retransmission (RFC 5681 fast recovery, RFC 6675 SACK recovery, PRR RFC 6937) \
+         instead of restarting from one segment; ask the vendor for that fix."
+    );
+    f.recommendations = vec![
+        workaround.into(),
+        fix.into(),
         "Remove the loss that triggers each episode (see the network-loss finding).".into(),
     ];
     vec![f]

@@ -89,18 +89,16 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         rtt = ms(cx.rtt),
         bdp = bdp_bytes,
     );
-    f.recommendations =
-        vec![
-        format!(
-            "On {receiver}: let the receive buffer grow to at least the bandwidth-delay product \
-             (Linux `sysctl -w net.ipv4.tcp_rmem='4096 131072 {max}'` and no fixed SO_RCVBUF in \
-             the application; Windows `netsh int tcp set global autotuninglevel=normal`).",
-            max = (bdp_bytes * 2.0).max(6_291_456.0) as u64
-        ).into(),
-        format!(
-            "If the window closes to zero, the receiving application is not reading fast \
-             enough: look at its CPU, its disk, or (VMs) CPU ready time on {receiver}."
-        ).into(),
-    ];
+    let buffer = format!(
+        "On {receiver}: let the receive buffer grow to at least the bandwidth-delay product \
+         (Linux `sysctl -w net.ipv4.tcp_rmem='4096 131072 {max}'` and no fixed SO_RCVBUF in \
+         the application; Windows `netsh int tcp set global autotuninglevel=normal`).",
+        max = (bdp_bytes * 2.0).max(6_291_456.0) as u64
+    );
+    let reading = format!(
+        "If the window closes to zero, the receiving application is not reading fast \
+         enough: look at its CPU, its disk, or (VMs) CPU ready time on {receiver}."
+    );
+    f.recommendations = vec![buffer.into(), reading.into()];
     vec![f]
 }
