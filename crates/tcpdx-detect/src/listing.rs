@@ -29,7 +29,6 @@ pub(crate) struct Diagnosed {
     /// one and summed the other reading every connection's findings, cache misses that
     /// made a fold of 16,000 connections take 10 ms.
     weight: (Severity, f64),
-    /// 0 until [`Listing::keep`] measures it.
     size: usize,
     /// Most connections have one finding or none: held inline, it is not one more block
     /// to free when the diagnosis is built (16,000 of them, cold, took 7 ms there).
@@ -39,14 +38,15 @@ pub(crate) struct Diagnosed {
 }
 
 impl Diagnosed {
-    /// A diagnosis (its place among the parts of its stream is set by [`Listing::keep`]).
+    /// A diagnosis, trimmed and measured (its place among the parts of its stream is set by
+    /// [`Listing::keep`]).
     pub(crate) fn new(
         stream: u32,
         findings: Vec<Finding>,
         inference: ConnInference,
         budget: ConnBudget,
     ) -> Self {
-        Self {
+        let mut d = Self {
             stream,
             seq: 0,
             weight: Self::weigh(&findings),
@@ -55,7 +55,10 @@ impl Diagnosed {
             findings: SmallVec::from_vec(findings),
             inference,
             budget,
-        }
+        };
+        d.shrink();
+        d.size = d.measure();
+        d
     }
 
     /// How much listing a connection with these findings matters: its costliest finding
@@ -144,11 +147,8 @@ impl Diagnosed {
         }
         self.inference.stream = to;
         self.budget.stream = to;
-        // A size of 0 is one not measured yet (`keep` measures).
-        if self.size > 0 {
-            self.size = self.size + after - before;
-            debug_assert_eq!(self.size, self.measure());
-        }
+        self.size = self.size + after - before;
+        debug_assert_eq!(self.size, self.measure());
     }
 
     /// Its place in the listing order: weight (most first), then stream and part. Sorted
@@ -258,8 +258,6 @@ impl Listing {
     /// away (amortised: each fold removes a quarter of the bound, each connection once).
     pub(crate) fn keep(&mut self, mut d: Diagnosed) {
         d.seq = self.kept;
-        d.shrink();
-        d.size = d.measure();
         self.kept += 1;
         self.bytes += d.size;
         self.done.push(d);
@@ -508,13 +506,13 @@ mod tests {
             f.wireshark_filter = format!("tcp.stream == {stream}");
             f
         };
+        let with = |stream: u32, findings: Vec<Finding>| {
+            let d = part(stream, 1.0);
+            Diagnosed::new(stream, findings, d.inference, d.budget)
+        };
         let mut listing = Listing::new(10, usize::MAX);
-        let mut one = part(1, 1.0);
-        one.findings = smallvec::smallvec![finding(1)];
-        let mut two = part(2, 1.0);
-        two.findings = smallvec::smallvec![finding(2), finding(2)];
-        listing.keep(one);
-        listing.keep(two);
+        listing.keep(with(1, vec![finding(1)]));
+        listing.keep(with(2, vec![finding(2), finding(2)]));
         let [one, two] = &listing.done[..] else {
             panic!("two kept")
         };
