@@ -81,6 +81,9 @@ impl<S: EventSink> EventSink for Filter<'_, S> {
     fn needs_flow_stats(&self) -> bool {
         self.inner.needs_flow_stats()
     }
+    fn needs_flows(&self) -> bool {
+        self.inner.needs_flows()
+    }
     fn flow(&mut self, f: &FlowSummary) {
         if self.keep(f.stream.0, f.dirs[0].src.port, f.dirs[0].dst.port) {
             self.inner.flow(f);
@@ -230,6 +233,9 @@ struct NoEvents;
 
 impl EventSink for NoEvents {
     fn needs_flow_stats(&self) -> bool {
+        false
+    }
+    fn needs_flows(&self) -> bool {
         false
     }
 }

@@ -349,6 +349,9 @@ impl Analyzer {
 
     /// End of input: emits every connection's summary, in stream order.
     pub fn handle_end<S: EventSink>(&mut self, sink: &mut S) {
+        if !sink.needs_flows() {
+            return;
+        }
         let mut order: Vec<&Connection> = self.conns.iter().collect();
         order.sort_by_key(|c| c.stream);
         for c in order {

@@ -236,6 +236,13 @@ pub trait EventSink {
     fn needs_flow_stats(&self) -> bool {
         true
     }
+    /// Whether this sink reads the [`EventSink::flow`] summaries at the end of input. A sink
+    /// that does not returns false, and the analyzer skips summarising every connection it
+    /// still tracks (tens of thousands on a capture of many connections).
+    #[inline]
+    fn needs_flows(&self) -> bool {
+        true
+    }
 }
 
 /// Everything the analyzer can emit, for sinks that collect.

@@ -394,6 +394,10 @@ impl EventSink for Diagnoser {
     fn needs_flow_stats(&self) -> bool {
         false
     }
+    /// A connection still open at the end is diagnosed by `finish`, not from its summary.
+    fn needs_flows(&self) -> bool {
+        false
+    }
     fn flow_evicted(&mut self, f: &FlowSummary) {
         if let Some(mut c) = self.remove(f.stream.0) {
             self.listing.keep(diagnose(&mut c));

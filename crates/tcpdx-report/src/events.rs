@@ -282,6 +282,9 @@ impl<W: Write> EventSink for EventsCsv<W> {
     fn needs_flow_stats(&self) -> bool {
         false
     }
+    fn needs_flows(&self) -> bool {
+        false
+    }
     fn segment(&mut self, a: &SegmentAnalysis) {
         if self.err.is_some() {
             return;
@@ -348,6 +351,9 @@ impl<W: Write> EventsJsonl<W> {
 impl<W: Write> EventSink for EventsJsonl<W> {
     /// Rows only: flows are not written.
     fn needs_flow_stats(&self) -> bool {
+        false
+    }
+    fn needs_flows(&self) -> bool {
         false
     }
     fn segment(&mut self, a: &SegmentAnalysis) {

@@ -79,4 +79,8 @@ impl<S: StorageSink> EventSink for Diagnosing<S> {
     fn needs_flow_stats(&self) -> bool {
         self.diag.needs_flow_stats() || self.storage.needs_flow_stats()
     }
+    fn needs_flows(&self) -> bool {
+        // `flow` goes to the diagnoser only.
+        self.diag.needs_flows()
+    }
 }

@@ -621,6 +621,9 @@ impl<S: StorageSink> EventSink for Tracker<S> {
     fn needs_flow_stats(&self) -> bool {
         false
     }
+    fn needs_flows(&self) -> bool {
+        false
+    }
 
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
         let stream = a.stream;

@@ -23,6 +23,9 @@ impl<S: EventSink> EventSink for OnlyFlagged<S> {
     fn needs_flow_stats(&self) -> bool {
         self.0.needs_flow_stats()
     }
+    fn needs_flows(&self) -> bool {
+        self.0.needs_flows()
+    }
 }
 
 /// Runs `tcpdx events`.

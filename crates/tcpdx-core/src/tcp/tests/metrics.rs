@@ -53,3 +53,34 @@ fn flow_summary_counts_retransmissions_and_uses_karn() {
     assert_eq!(s2c.window_scale, Some(7));
     assert!(s2c.sack_permitted);
 }
+
+/// Counts the summaries `handle_end` gives, asking for them or not.
+struct Summaries {
+    wanted: bool,
+    flows: usize,
+}
+
+impl crate::event::EventSink for Summaries {
+    fn flow(&mut self, _f: &crate::tcp::FlowSummary) {
+        self.flows += 1;
+    }
+    fn needs_flows(&self) -> bool {
+        self.wanted
+    }
+}
+
+#[test]
+fn flow_summaries_only_for_a_sink_that_reads_them() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20).server_sends(1, 1000);
+    for wanted in [true, false] {
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        let mut s = Summaries { wanted, flows: 0 };
+        for f in t.frames() {
+            a.handle_frame(&f.as_frame(), &mut s);
+        }
+        a.handle_end(&mut s);
+        assert_eq!(s.flows, usize::from(wanted), "wanted: {wanted}");
+    }
+}
