@@ -739,25 +739,14 @@ fn work(
         batch.last_buf = None;
         let _ = ch.recycle.try_send(batch);
     }
-    let local_flows = local.sink().is_some_and(|s| s.needs_flows());
+    // The local diagnoser and tracker read no summaries at the end (a single one would get
+    // them from the analyzer, so they would have to be handed over here).
+    debug_assert!(!local.sink().is_some_and(|s| s.needs_flows()));
     let mut flows = FlowCollector {
         flows: Vec::new(),
-        wanted: needs.summaries || local_flows,
+        wanted: needs.summaries,
     };
     an.handle_end(&mut flows);
-    if let Some(sink) = local.sink().filter(|_| local_flows) {
-        // What a single diagnoser or tracker gets at the end.
-        for f in flows
-            .flows
-            .iter()
-            .filter(|f| port_ok(&ports, f.dirs[0].src.port, f.dirs[0].dst.port))
-        {
-            sink.flow(f);
-        }
-    }
-    if !needs.summaries {
-        flows.flows = Vec::new();
-    }
     let mut tail = local.finish(last);
     // Every stream this worker opened is numbered once the merging thread has merged its
     // last batch (it hangs up instead if it stopped early on an error).
