@@ -492,6 +492,11 @@ impl<S: StorageSink> PduHandler for IscsiDir<'_, S> {
     fn probe_len(&self) -> usize {
         BHS
     }
+    fn max_pdu_len(&self) -> u64 {
+        // The BHS, the longest AHS (255 words), both digests and the longest data segment
+        // padded to a word.
+        BHS as u64 + 255 * 4 + 4 + MAX_DATA_SEGMENT.div_ceil(4) * 4 + 4
+    }
     fn plausible(&self, b: &[u8]) -> bool {
         let Some(h) = BhsSlice::from_slice(b) else {
             return false;

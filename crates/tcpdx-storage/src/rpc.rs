@@ -342,6 +342,14 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
     fn probe_len(&self) -> usize {
         28
     }
+    fn max_pdu_len(&self) -> u64 {
+        4 + MAX_FRAGMENT
+    }
+    fn first_byte_below(&self) -> Option<u8> {
+        // The record mark's high byte: the last-fragment bit, then the top of a length of
+        // at most MAX_FRAGMENT (`plausible` rejects longer ones).
+        Some(((MAX_FRAGMENT >> 24) + 1) as u8)
+    }
     fn plausible(&self, b: &[u8]) -> bool {
         let (Some(mark), Some(xid), Some(mtype)) = (be32(b, 0), be32(b, 4), be32(b, 8)) else {
             return false;

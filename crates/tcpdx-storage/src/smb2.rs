@@ -421,6 +421,9 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
     fn probe_len(&self) -> usize {
         10
     }
+    fn max_pdu_len(&self) -> u64 {
+        4 + MAX_MESSAGE
+    }
     fn first_byte(&self) -> Option<u8> {
         // NetBIOS session message (the only type `plausible` accepts).
         Some(0)

@@ -222,6 +222,32 @@ fn resynchronises_after_a_gap() {
 }
 
 #[test]
+fn every_plausible_record_mark_passes_the_first_byte_bound() {
+    let mut conn = RpcConn::new(16);
+    let mut sink = Collect::default();
+    let h = RpcDir {
+        conn: &mut conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(0),
+        sink: &mut sink,
+    };
+    let below = h.first_byte_below().expect("RPC bounds its first byte");
+    let body = call(7, 100_003, 3, 6, &[]);
+    for len in [12, 255, 256, 0xff_ffff, 0x100_0000, MAX_FRAGMENT as u32] {
+        for last in [0, 0x8000_0000u32] {
+            let mut b = (last | len).to_be_bytes().to_vec();
+            b.extend_from_slice(&body);
+            assert!(h.plausible(&b), "len {len:#x}");
+            assert!(b[0] & 0x7f < below, "len {len:#x}, first byte {:#x}", b[0]);
+        }
+    }
+    // Just past the longest fragment: neither plausible nor below the bound.
+    let mut b = (MAX_FRAGMENT as u32 + (1 << 24)).to_be_bytes().to_vec();
+    b.extend_from_slice(&body);
+    assert!(!h.plausible(&b) && b[0] & 0x7f >= below);
+}
+
+#[test]
 fn gss_integrity_arguments_are_unwrapped() {
     // RPCSEC_GSS cred: version 1, proc DATA, seq 5, service integrity, handle 4 bytes.
     let mut m = words(&[7, 0, 2, 100_003, 3, 6, 6, 24, 1, 0, 5, 2, 4, 0xabcd, 6, 0]);
