@@ -32,15 +32,9 @@ pub trait PduHandler {
     /// True if a PDU plausibly starts at `bytes[0]` (`bytes.len() >= probe_len()`); used
     /// to find the framing again after a gap, so stricter than `pdu_len`.
     fn plausible(&self, bytes: &[u8]) -> bool;
-    /// The byte every PDU starts with, if there is one: `plausible` is then only asked
-    /// about positions holding it (it must reject every other position).
-    fn first_byte(&self) -> Option<u8> {
-        None
-    }
-    /// A bound every PDU's first byte keeps in its low seven bits (`b & 0x7f < bound`,
-    /// at most 128), when there is no single first byte: `plausible` is then only asked
-    /// about positions holding such a byte (it must reject every other position).
-    fn first_byte_below(&self) -> Option<u8> {
+    /// What every PDU's first byte is, if the protocol fixes it: `plausible` is then only
+    /// asked about positions holding such a byte (it must reject every other position).
+    fn first_byte(&self) -> Option<FirstByte> {
         None
     }
     /// The longest PDU `pdu_len` accepts, head included (the scan's give-up bound; see
@@ -52,6 +46,15 @@ pub trait PduHandler {
     fn pdu(&mut self, pdu: &Pdu<'_>);
     /// The framing was lost at `at` (bytes that cannot start a PDU, or a gap over a head).
     fn lost(&mut self, _at: At) {}
+}
+
+/// What every PDU's first byte is ([`PduHandler::first_byte`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstByte {
+    /// This byte (found with `memchr`).
+    Is(u8),
+    /// A byte whose low seven bits are below this bound (at most 128).
+    LowBitsBelow(u8),
 }
 
 /// A complete PDU as the framer hands it over.
@@ -481,16 +484,18 @@ fn find_start<H: PduHandler>(bytes: &[u8], limit: usize, h: &H) -> Option<usize>
     // Skip straight to the next position with a byte that can start a PDU (on a snaplen-cut
     // bulk transfer, calling `plausible` at every byte was most of the framer's time). One
     // loop per way of skipping: a loop that chose its way at every byte ran 40% slower.
-    match (h.first_byte(), h.first_byte_below()) {
-        (Some(b), _) => find_start_by(bytes, limit, h, |ahead| {
+    match h.first_byte() {
+        Some(FirstByte::Is(b)) => find_start_by(bytes, limit, h, |ahead| {
             if may_hold(ahead, b) {
                 memchr::memchr(b, ahead)
             } else {
                 None
             }
         }),
-        (None, Some(n)) => find_start_by(bytes, limit, h, |ahead| find_below(ahead, n)),
-        (None, None) => (0..limit).find(|&i| h.plausible(bytes.get(i..).unwrap_or_default())),
+        Some(FirstByte::LowBitsBelow(n)) => {
+            find_start_by(bytes, limit, h, |ahead| find_below(ahead, n))
+        }
+        None => (0..limit).find(|&i| h.plausible(bytes.get(i..).unwrap_or_default())),
     }
 }
 
@@ -621,11 +626,11 @@ mod tests {
         fn plausible(&self, b: &[u8]) -> bool {
             b[0] == 0xAB && b[1] == 0 && b[3] == 0xCD
         }
-        fn first_byte(&self) -> Option<u8> {
-            self.first.then_some(0xAB)
-        }
-        fn first_byte_below(&self) -> Option<u8> {
-            self.below
+        fn first_byte(&self) -> Option<FirstByte> {
+            match (self.first, self.below) {
+                (true, _) => Some(FirstByte::Is(0xAB)),
+                (false, below) => below.map(FirstByte::LowBitsBelow),
+            }
         }
         fn max_pdu_len(&self) -> u64 {
             self.max_pdu.unwrap_or(u64::MAX)

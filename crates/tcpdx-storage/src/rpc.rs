@@ -8,7 +8,7 @@
 use rustc_hash::FxHashMap;
 use tcpdx_core::{Dir, StreamId};
 
-use crate::framer::{Pdu, PduHandler};
+use crate::framer::{FirstByte, Pdu, PduHandler};
 use crate::nfs;
 use crate::reassembly::At;
 use crate::transaction::{Notice, Proto, Request, Span, StorageSink, Transaction};
@@ -345,10 +345,10 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
     fn max_pdu_len(&self) -> u64 {
         4 + MAX_FRAGMENT
     }
-    fn first_byte_below(&self) -> Option<u8> {
+    fn first_byte(&self) -> Option<FirstByte> {
         // The record mark's high byte: the last-fragment bit, then the top of a length of
         // at most MAX_FRAGMENT (`plausible` rejects longer ones).
-        Some(((MAX_FRAGMENT >> 24) + 1) as u8)
+        Some(FirstByte::LowBitsBelow(((MAX_FRAGMENT >> 24) + 1) as u8))
     }
     fn plausible(&self, b: &[u8]) -> bool {
         let (Some(mark), Some(xid), Some(mtype)) = (be32(b, 0), be32(b, 4), be32(b, 8)) else {

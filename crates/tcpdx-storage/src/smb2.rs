@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 use tcpdx_core::{Dir, StreamId};
 
-use crate::framer::{Pdu, PduHandler};
+use crate::framer::{FirstByte, Pdu, PduHandler};
 use crate::reassembly::At;
 use crate::transaction::{
     Credits, Io, IoKind, Notice, Proto, Request, Span, StorageSink, Transaction,
@@ -424,9 +424,9 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
     fn max_pdu_len(&self) -> u64 {
         4 + MAX_MESSAGE
     }
-    fn first_byte(&self) -> Option<u8> {
+    fn first_byte(&self) -> Option<FirstByte> {
         // NetBIOS session message (the only type `plausible` accepts).
-        Some(0)
+        Some(FirstByte::Is(0))
     }
     fn plausible(&self, b: &[u8]) -> bool {
         let Some(b8) = b.first_chunk::<8>() else {
