@@ -519,14 +519,18 @@ fn find_start_by<H: PduHandler>(
     None
 }
 
+/// Word tricks of the scan ([`may_hold`], [`find_below`]): 0x01, 0x7f and 0x80 in every
+/// byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
 /// False if `hay` does not hold `b`, read a word at a time when it is short (true: it may,
 /// or it is too long to bother). Hand-written in front of `memchr`, whose call cost ~70
 /// instructions on the few dozen bytes a snap length leaves of a segment, and which a
 /// snaplen-cut bulk transfer paid for every one of them; this costs about 20.
 #[inline]
 fn may_hold(hay: &[u8], b: u8) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     // High bit of a byte set where that byte of `w` equals `b` (the byte of `w ^ splat` is
     // zero), and perhaps above it, never in a word without one.
     let splat = ONES * u64::from(b);
@@ -549,9 +553,6 @@ fn may_hold(hay: &[u8], b: u8) -> bool {
 /// eight bytes at a time. Hand-written: `memchr` looks for given bytes, not a range; a
 /// `plausible` call at every byte made the scan of an RPC stream 1.1 ns a byte.
 fn find_below(hay: &[u8], n: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let n = n.min(128);
     let (words, rest) = hay.as_chunks::<8>();
     for (k, w) in words.iter().enumerate() {
