@@ -32,6 +32,8 @@ pub(crate) enum Source {
     Plain(Box<dyn Read + Send>),
     /// Read on a thread of its own, whose chunks the window takes over whole.
     Ahead(Threaded),
+    /// A mapped file: the window holds all of it from the start; nothing more to read.
+    Mapped(io::Empty),
 }
 
 impl Source {
@@ -40,6 +42,7 @@ impl Source {
         match self {
             Source::Plain(r) => r,
             Source::Ahead(t) => t,
+            Source::Mapped(e) => e,
         }
     }
 }

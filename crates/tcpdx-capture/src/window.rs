@@ -13,16 +13,23 @@
 //! the live bytes (at most the unfinished record), and is a spent buffer whose holders have
 //! all let go of it when there is one.
 //!
+//! A mapped file is one buffer holding the whole file ([`Window::mapped`]): nothing is read
+//! or copied; the pages read past are let go every few MiB (before the oldest place a
+//! shared handle may still read), and a thread may prefault them ahead.
+//!
 //! A source read on a thread of its own hands over whole chunks, which the window takes as
 //! its buffer (with the unfinished record put in the chunk's headroom) instead of copying
 //! them: a copy of every byte on the analysing thread was 5% of a headers-only run.
 
+use std::collections::VecDeque;
 use std::io;
 #[cfg(test)]
 use std::io::Read;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Weak};
 
 use crate::input::{self, Source};
+use crate::mapped::{self, Map};
 
 /// Default buffer size: large reads, few syscalls.
 pub(crate) const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -31,13 +38,53 @@ pub(crate) const DEFAULT_CAPACITY: usize = 1 << 20;
 /// batches a parallel run keeps in flight, few enough to bound memory.
 const SPARES: usize = 4;
 
+/// Bytes that frames lie in, which other threads may hold ([`crate::CaptureReader::share_buffer`]).
+#[derive(Debug)]
+pub enum Buffer {
+    /// A buffer the reader filled (read or decompressed bytes).
+    Filled(Vec<u8>),
+    /// The whole file, mapped ([`crate::CaptureReader::open_mapped`]).
+    Mapped(Map),
+}
+
+impl Deref for Buffer {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buffer::Filled(v) => v,
+            Buffer::Mapped(m) => m.bytes(),
+        }
+    }
+}
+
+/// The buffer as a vector to write into, when it is a filled one no one else holds.
+#[inline]
+fn filled(buf: &mut Arc<Buffer>) -> Option<&mut Vec<u8>> {
+    match Arc::get_mut(buf)? {
+        Buffer::Filled(v) => Some(v),
+        Buffer::Mapped(_) => None,
+    }
+}
+
 /// Buffered bytes of the stream, from `offset()` on.
 pub(crate) struct Window {
     source: Source,
     /// Written only while no one else holds it (`Arc::get_mut`).
-    buf: Arc<Vec<u8>>,
+    buf: Arc<Buffer>,
     /// Buffers the window left while they were shared.
-    spent: Vec<Arc<Vec<u8>>>,
+    spent: Vec<Arc<Buffer>>,
+    /// A mapped file's pages before this index of it are let go once `start` passes it
+    /// (never for filled buffers).
+    release_at: usize,
+    /// The thread prefaulting the mapped file ahead.
+    prefault: Option<mapped::Prefault>,
+    /// The mapped file as handed out by [`Self::share`], each with the index from which
+    /// its holders may read it, oldest first: pages are let go only before the oldest one
+    /// still held (other threads read frames after the window has passed them; a page
+    /// they fault back in after it was let go would stay mapped).
+    pins: VecDeque<(usize, Weak<Buffer>)>,
     /// Counts the buffers the window moved to (see [`Window::generation`]).
     generation: u64,
     /// The buffer was shared once: reads then fill it whole (see [`Window::read_more`]).
@@ -70,8 +117,11 @@ impl Window {
         }
         Self {
             source,
-            buf: Arc::new(buf),
+            buf: Arc::new(Buffer::Filled(buf)),
             spent: Vec::new(),
+            release_at: usize::MAX,
+            prefault: None,
+            pins: VecDeque::new(),
             generation: 0,
             sharing: false,
             start: 0,
@@ -80,6 +130,33 @@ impl Window {
             eof: false,
             cut_stream: false,
         }
+    }
+
+    /// A window over a whole mapped file: every byte is buffered from the start, and a
+    /// thread prefaults the pages ahead (where one can be had).
+    pub(crate) fn mapped(map: Map) -> Self {
+        let end = map.bytes().len();
+        let prefault = mapped::Prefault::spawn(map.clone());
+        Self {
+            prefault,
+            source: Source::Mapped(io::empty()),
+            buf: Arc::new(Buffer::Mapped(map)),
+            spent: Vec::new(),
+            release_at: mapped::RELEASE_EVERY,
+            pins: VecDeque::new(),
+            generation: 0,
+            sharing: false,
+            start: 0,
+            end,
+            base: 0,
+            eof: true,
+            cut_stream: false,
+        }
+    }
+
+    /// Whether the window is over a mapped file.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(*self.buf, Buffer::Mapped(_))
     }
 
     /// Stream offset of the first buffered byte.
@@ -117,8 +194,14 @@ impl Window {
     }
 
     /// The buffer, for other threads to read: the window never writes into it again.
-    pub(crate) fn share(&mut self) -> Arc<Vec<u8>> {
+    pub(crate) fn share(&mut self) -> Arc<Buffer> {
         self.sharing = true;
+        if let Buffer::Mapped(map) = &*self.buf {
+            // A handle of its own, to know when its holders are done with it.
+            let shared = Arc::new(Buffer::Mapped(map.clone()));
+            self.pins.push_back((self.start, Arc::downgrade(&shared)));
+            return shared;
+        }
         Arc::clone(&self.buf)
     }
 
@@ -133,15 +216,9 @@ impl Window {
     /// bytes move to another one (so `start`, `end` and `base` may change).
     #[inline]
     fn own(&mut self) {
-        if Arc::get_mut(&mut self.buf).is_none() {
+        if filled(&mut self.buf).is_none() {
             self.unshare();
         }
-    }
-
-    /// The buffer, to write into, after [`Self::own`] (which makes this copy-free).
-    #[inline]
-    fn buf_mut(&mut self) -> &mut Vec<u8> {
-        Arc::make_mut(&mut self.buf)
     }
 
     /// Leaves the shared buffer to its holders: continues in a spare one that no one holds
@@ -155,10 +232,10 @@ impl Window {
             .position(|b| Arc::strong_count(b) == 1 && b.len() >= size);
         let mut fresh = match spare {
             Some(i) => self.spent.swap_remove(i),
-            None => Arc::new(vec![0; size]),
+            None => Arc::new(Buffer::Filled(vec![0; size])),
         };
         let live = self.buf.get(self.start..self.end).unwrap_or_default();
-        if let Some(head) = Arc::make_mut(&mut fresh).get_mut(..live.len()) {
+        if let Some(head) = filled(&mut fresh).and_then(|v| v.get_mut(..live.len())) {
             head.copy_from_slice(live);
         }
         let old = std::mem::replace(&mut self.buf, fresh);
@@ -219,21 +296,22 @@ impl Window {
         head.copy_from_slice(self.buf.get(self.start..self.end).unwrap_or_default());
         let offset = self.base.wrapping_add(self.start as u64);
         let end = chunk.len();
-        let old = std::mem::replace(&mut self.buf, Arc::new(chunk));
+        let old = std::mem::replace(&mut self.buf, Arc::new(Buffer::Filled(chunk)));
         self.base = offset.wrapping_sub(at as u64);
         self.start = at;
         self.end = end;
         self.generation += 1;
         // Buffers no one else holds go back to the thread, the others wait among the spent.
         match Arc::try_unwrap(old) {
-            Ok(buf) => source.give_back(buf),
+            Ok(Buffer::Filled(buf)) => source.give_back(buf),
+            Ok(Buffer::Mapped(_)) => {}
             Err(shared) if self.spent.len() < SPARES => self.spent.push(shared),
             Err(_) => {}
         }
         let mut i = 0;
         while let Some(b) = self.spent.get(i) {
             if Arc::strong_count(b) == 1 {
-                if let Ok(buf) = Arc::try_unwrap(self.spent.swap_remove(i)) {
+                if let Ok(Buffer::Filled(buf)) = Arc::try_unwrap(self.spent.swap_remove(i)) {
                     source.give_back(buf);
                 }
             } else {
@@ -250,8 +328,8 @@ impl Window {
         loop {
             self.own();
             let end = self.end;
-            // Unique after `own`: no copy (disjoint fields, so not through `buf_mut`).
-            let Some(free) = Arc::make_mut(&mut self.buf).get_mut(end..) else {
+            // Filled and unique after `own` (disjoint fields: `start` and `end` change below).
+            let Some(free) = filled(&mut self.buf).and_then(|v| v.get_mut(end..)) else {
                 self.eof = true;
                 return Ok(());
             };
@@ -281,18 +359,20 @@ impl Window {
     /// (at most doubling) if it is still full and holds fewer than `n` bytes.
     fn make_room(&mut self, n: usize) {
         self.own();
-        if self.start > 0 {
-            let (start, end) = (self.start, self.end);
-            self.buf_mut().copy_within(start..end, 0);
-            self.base = self.base.wrapping_add(self.start as u64);
-            self.end -= self.start;
+        let (start, end) = (self.start, self.end);
+        // Filled and unshared after `own`.
+        let Some(buf) = filled(&mut self.buf) else {
+            return;
+        };
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            self.base = self.base.wrapping_add(start as u64);
+            self.end -= start;
             self.start = 0;
         }
-        if self.end == self.buf.len() {
-            let grown = n
-                .min(self.buf.len().saturating_mul(2))
-                .max(self.buf.len() + 1);
-            self.buf_mut().resize(grown, 0);
+        if self.end == buf.len() {
+            let grown = n.min(buf.len().saturating_mul(2)).max(buf.len() + 1);
+            buf.resize(grown, 0);
         }
     }
 
@@ -301,6 +381,29 @@ impl Window {
     pub(crate) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
+        if self.start >= self.release_at {
+            self.release();
+        }
+    }
+
+    /// Lets go of the mapped file's pages read past.
+    #[cold]
+    fn release(&mut self) {
+        let mut upto = self.start;
+        while let Some((from, held)) = self.pins.front() {
+            if held.strong_count() > 0 {
+                upto = upto.min(*from);
+                break;
+            }
+            self.pins.pop_front();
+        }
+        if let Buffer::Mapped(map) = &*self.buf {
+            map.release(upto);
+        }
+        self.release_at = self.start.saturating_add(mapped::RELEASE_EVERY);
+        if let Some(p) = &self.prefault {
+            p.advance(self.start);
+        }
     }
 
     /// Drops `n` bytes of the stream without keeping them; returns how many there were
@@ -424,7 +527,7 @@ mod tests {
             &[],
         );
         // (the shared buffer, a copy of it when handed out, where the frame starts)
-        let mut held: Vec<(Arc<Vec<u8>>, Vec<u8>, usize)> = Vec::new();
+        let mut held: Vec<(Arc<Buffer>, Vec<u8>, usize)> = Vec::new();
         let mut off = 0;
         while w.fill(5).unwrap() {
             // Hand out the next 5 bytes as a "frame": where they lie, and the buffer.
@@ -513,7 +616,7 @@ mod tests {
         for (fill, share) in [(true, true), (false, false)] {
             let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill).unwrap();
             let mut w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
-            let mut held: Vec<(Arc<Vec<u8>>, Vec<u8>)> = Vec::new();
+            let mut held: Vec<(Arc<Buffer>, Vec<u8>)> = Vec::new();
             let mut off = 0;
             let mut k = 0u64;
             loop {

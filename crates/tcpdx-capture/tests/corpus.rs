@@ -41,7 +41,7 @@ struct Outcome {
     error: Option<String>,
 }
 
-/// Reads the file both ways (the reading thread must change nothing) and returns the
+/// Reads the file three ways (a reading thread or a map must change nothing) and returns the
 /// outcome.
 fn read(path: &Path) -> Outcome {
     let direct = read_with(path, CaptureReader::open);
@@ -50,6 +50,13 @@ fn read(path: &Path) -> Outcome {
         direct,
         ahead,
         "{}: read ahead, it reads otherwise",
+        path.display()
+    );
+    let mapped = read_with(path, |p| CaptureReader::open_mapped(p, true));
+    assert_eq!(
+        direct,
+        mapped,
+        "{}: mapped, it reads otherwise",
         path.display()
     );
     direct

@@ -14,6 +14,11 @@ mod spill;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A capture truncated by another program while it is read mapped: one line, exit 2.
+    tcpdx_capture::exit_on_sigbus(
+        "tcpdx: ",
+        "; analyse a copy of it, or read it unmapped with TCPDX_NO_MMAP=1",
+    );
     match run::run(flags::parse()) {
         Ok(code) => code,
         Err(err) => {

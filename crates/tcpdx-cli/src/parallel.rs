@@ -11,8 +11,9 @@
 //! `diagnose` and `srt` ([`Plan::Diagnose`], [`Plan::Storage`]) run the per-connection work
 //! in the workers too: each has its own TCP diagnoser and storage tracker beside its
 //! analyzer. The reader passes them the payloads the storage parsers may read: short ones
-//! copied into the batch, long ones (full frames) where they lie in its read buffer, which
-//! it shares with the batch instead of copying ([`CaptureReader::share_buffer`]).
+//! copied into the batch, long ones (full frames) where they lie in its read buffer (or in
+//! the mapped file), which it shares with the batch instead of copying
+//! ([`CaptureReader::share_buffer`]).
 //! The trackers' events are recorded and replayed on the merging thread in capture order,
 //! and the diagnosers' listings are renumbered and merged at the end
 //! ([`tcpdx_detect::Listing`]); their looks for closed connections are broadcast at the
@@ -24,7 +25,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use anyhow::Result;
-use tcpdx_capture::{CaptureError, CaptureReader};
+use tcpdx_capture::{Buffer, CaptureError, CaptureReader};
 use tcpdx_core::{
     Analyzer, AnalyzerConfig, EventSink, FlowKey, FlowSummary, FrameInput, InputStats,
     SegmentAnalysis, SegmentDetail, StreamId, Warning,
@@ -88,13 +89,13 @@ enum Work {
 }
 
 /// Where a segment's captured payload is: `len` bytes from `start` of the batch's buffer
-/// `buf`, or of its copied bytes when `buf` is [`COPIED`] (buffers are far below 4 GiB: a
-/// record at most).
+/// `buf`, or of its copied bytes when `buf` is [`COPIED`] (a buffer may be a whole mapped
+/// file, so `start` is 64-bit; a payload is a record at most).
 #[derive(Clone, Copy, Default)]
 struct Payload {
     buf: u32,
-    start: u32,
     len: u32,
+    start: u64,
 }
 
 /// [`Payload::buf`] of a payload copied into [`Batch::bytes`].
@@ -115,7 +116,7 @@ struct Batch {
     bytes: Vec<u8>,
     /// The reader's buffers the long payloads lie in (shared: the reader no longer writes
     /// into them).
-    bufs: Vec<Arc<Vec<u8>>>,
+    bufs: Vec<Arc<Buffer>>,
     /// The reader buffer that `bufs`' last one is ([`FrameAt::buffer`]).
     last_buf: Option<u64>,
 }
@@ -386,7 +387,7 @@ fn read_and_route(
                     let b = &mut bufs[w];
                     at = Payload {
                         buf: COPIED,
-                        start: b.bytes.len() as u32,
+                        start: b.bytes.len() as u64,
                         len: payload.len() as u32,
                     };
                     b.bytes.extend_from_slice(payload);
@@ -417,7 +418,7 @@ fn read_and_route(
                     // Buffers are far below 4 GiB (a record at most); a batch holds few.
                     at = Payload {
                         buf: (b.bufs.len() - 1) as u32,
-                        start: start as u32,
+                        start: start as u64,
                         len: len as u32,
                     };
                 }

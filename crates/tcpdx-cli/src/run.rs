@@ -123,20 +123,59 @@ pub fn open_serial(common: &Common) -> Result<CaptureReader> {
     open_for(common, 1)
 }
 
-/// Opens the capture; the file is read ahead on a thread of its own when a core is left
-/// for it besides the analysis' (one thread, or a reader and `threads` workers): the
-/// kernel's copies from the page cache then overlap the analysis (-10 to -20% time for
-/// one thread on headers-only captures), where on a full machine the thread only adds
-/// switches.
+/// Opens the capture. A regular uncompressed file is read mapped into memory (no copy of
+/// its bytes: 1.6-1.7x faster on full-payload captures), except that with a core left for
+/// a reading thread besides the analysis' (one thread, or a reader and `threads` workers),
+/// a file of small records (headers cut by the snap length) is read ahead on that thread:
+/// its copies then overlap the analysis, 4-6% faster than mapped there. Other inputs are
+/// read ahead when a core is left for it, where on a full machine the thread only adds
+/// switches. `TCPDX_NO_MMAP=1` never maps.
 fn open_for(common: &Common, threads: usize) -> Result<CaptureReader> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let busy = if threads <= 1 { 1 } else { threads + 1 };
-    let reader = if cores > busy {
+    let read_ahead = cores > busy;
+    let map = std::env::var_os("TCPDX_NO_MMAP").is_none_or(|v| v.is_empty() || v == "0")
+        && !(read_ahead && small_records(&common.file));
+    let reader = if map {
+        CaptureReader::open_mapped(&common.file, read_ahead)
+    } else if read_ahead {
         CaptureReader::open_read_ahead(&common.file)
     } else {
         CaptureReader::open(&common.file)
     };
     reader.map_err(anyhow::Error::new)
+}
+
+/// Records averaging fewer bytes than this are read ahead rather than mapped (where a
+/// core is left for it): measured on this project's bench captures, the copy overlapping
+/// the analysis wins at 96-byte records by 4-6%, mapping at 9 KB ones by 1.6x.
+const SMALL_RECORD: u64 = 512;
+/// Records sampled from the start of the file to tell, at most (and at most
+/// [`SAMPLE_BYTES`] of it).
+const SAMPLE_RECORDS: u64 = 4096;
+/// Bytes of the file sampled at most.
+const SAMPLE_BYTES: u64 = 4 << 20;
+
+/// Whether the first records of the file at `path` are small on average (a regular
+/// uncompressed file only: a pipe cannot be read twice, and other inputs are never mapped).
+fn small_records(path: &std::path::Path) -> bool {
+    if path.as_os_str() == "-" {
+        return false;
+    }
+    let Ok(mut r) = CaptureReader::open_mapped(path, false) else {
+        return false;
+    };
+    if !r.is_mapped() {
+        return false;
+    }
+    let mut n = 0;
+    while n < SAMPLE_RECORDS
+        && r.input_bytes_read() < SAMPLE_BYTES
+        && matches!(r.next_frame_at(), Ok(Some(_)))
+    {
+        n += 1;
+    }
+    n > 0 && r.input_bytes_read() / n < SMALL_RECORD
 }
 
 /// Reads every frame of `reader` into a fresh analyzer that pushes into `sink`.
