@@ -159,7 +159,8 @@ const SAMPLE_BYTES: u64 = 4 << 20;
 /// Whether the first records of the file at `path` are small on average (a regular
 /// uncompressed file only: a pipe cannot be read twice, and other inputs are never mapped).
 fn small_records(path: &std::path::Path) -> bool {
-    if path.as_os_str() == "-" {
+    // Not even opened otherwise: opening a named pipe to look would take its first bytes.
+    if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return false;
     }
     let Ok(mut r) = CaptureReader::open_mapped(path, false) else {

@@ -182,6 +182,50 @@ fn stdin_gzip_and_zstd_give_the_same_events() {
     );
 }
 
+/// A named pipe given by path (`tcpdx events <(tcpdump -w - ...)`) is read whole, whatever
+/// the thread count: it is never mapped, nor opened beforehand to choose how to read it
+/// (that took its first bytes).
+#[test]
+fn a_named_pipe_reads_as_its_file() {
+    let raw = pcap_bytes();
+    let p = tmp("fifo-plain.pcap");
+    std::fs::write(&p, &raw).unwrap();
+    let plain = run(&["events", p.to_str().unwrap()]);
+    assert!(plain.status.success());
+    for threads in ["1", "2"] {
+        let fifo = tmp(&format!("fifo-{threads}"));
+        let _ = std::fs::remove_file(&fifo);
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success(), "mkfifo");
+        let writer = {
+            let (fifo, raw) = (fifo.clone(), raw.clone());
+            std::thread::spawn(move || std::fs::write(fifo, raw))
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+            .args(["events", "--threads", threads, fifo.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A pipe whose first bytes were taken leaves the reader waiting for more: a hang,
+        // failed here rather than left to CI's time limit.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("--threads {threads}: still reading the named pipe after 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "--threads {threads}: {err}");
+        assert_eq!(out.stdout, plain.stdout, "--threads {threads}");
+        std::fs::remove_file(&fifo).unwrap();
+    }
+}
+
 #[test]
 fn jsonl_and_flows_json_are_valid_json() {
     let p = tmp("j.pcap");
