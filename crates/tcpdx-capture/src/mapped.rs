@@ -187,8 +187,11 @@ fn note_mapped(name: &str) {
         return;
     }
     let line = format!(
-        "{}{name}: the file shrank while it was read (another program truncated it?){}\n",
-        t.0, t.1
+        concat!(
+            "{}{}: the file could not be read where it is mapped ",
+            "(another program truncated it, or its storage failed){}\n"
+        ),
+        t.0, name, t.1
     );
     // The previous line stays allocated: a handler may be reading it (a line per file).
     ON_SIGBUS.store(

@@ -174,7 +174,7 @@ fn a_file_truncated_while_mapped_ends_with_one_line_and_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let want = format!(
-        "test: {}: the file shrank while it was read (another program truncated it?); hint\n",
+        "test: {}: the file could not be read where it is mapped (another program truncated it, or its storage failed); hint\n",
         path.display()
     );
     assert!(stderr.ends_with(&want), "{stderr}");
