@@ -2,8 +2,9 @@
 //! without the kernel's copy of every byte into a buffer (a fifth to a quarter of the CPU
 //! of a headers-only run, and most of a run on full-payload captures).
 //!
-//! The only unsafe code of the crate, in two calls of memmap2 (the crate of the field):
-//! mapping the file, and letting go of the pages already read so that memory stays flat.
+//! The only unsafe code of the crate: two calls of memmap2 (the crate of the field), mapping
+//! the file and letting go of the pages already read so that memory stays flat, and the
+//! SIGBUS handler that turns a file truncated under the map into a one-line error.
 #![allow(unsafe_code)]
 
 use std::fs::File;

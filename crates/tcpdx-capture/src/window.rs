@@ -115,21 +115,7 @@ impl Window {
         if let Some(head) = buf.get_mut(..prefix.len()) {
             head.copy_from_slice(prefix);
         }
-        Self {
-            source,
-            buf: Arc::new(Buffer::Filled(buf)),
-            spent: Vec::new(),
-            release_at: usize::MAX,
-            prefault: None,
-            pins: VecDeque::new(),
-            generation: 0,
-            sharing: false,
-            start: 0,
-            end: prefix.len(),
-            base: 0,
-            eof: false,
-            cut_stream: false,
-        }
+        Self::holding(source, Buffer::Filled(buf), prefix.len())
     }
 
     /// A window over a whole mapped file: every byte is buffered from the start, and a
@@ -137,19 +123,28 @@ impl Window {
     pub(crate) fn mapped(map: Map) -> Self {
         let end = map.bytes().len();
         let prefault = mapped::Prefault::spawn(map.clone());
+        let mut w = Self::holding(Source::Mapped(io::empty()), Buffer::Mapped(map), end);
+        w.eof = true;
+        w.release_at = mapped::RELEASE_EVERY;
+        w.prefault = prefault;
+        w
+    }
+
+    /// A window whose `buf` holds the stream's first `end` bytes, more to read from `source`.
+    fn holding(source: Source, buf: Buffer, end: usize) -> Self {
         Self {
-            prefault,
-            source: Source::Mapped(io::empty()),
-            buf: Arc::new(Buffer::Mapped(map)),
+            source,
+            buf: Arc::new(buf),
             spent: Vec::new(),
-            release_at: mapped::RELEASE_EVERY,
+            release_at: usize::MAX,
+            prefault: None,
             pins: VecDeque::new(),
             generation: 0,
             sharing: false,
             start: 0,
             end,
             base: 0,
-            eof: true,
+            eof: false,
             cut_stream: false,
         }
     }
