@@ -105,9 +105,14 @@ const COPIED: u32 = u32::MAX;
 /// buffer; shorter ones are copied. Sharing a buffer makes the reader move to another one
 /// for its next reads (a cold one: the copy from the page cache then runs slower), which
 /// only pays when the copies it saves are large (full jumbo frames: 20% of a `diagnose`
-/// run, where headers cut by the snap length cost 15% more when shared). A file read
-/// mapped shares every payload (see `read_and_route`).
+/// run, where headers cut by the snap length cost 15% more when shared).
 const SHARE_FROM: usize = 512;
+/// [`SHARE_FROM`] for a file read mapped: one buffer that sharing never makes the reader
+/// leave, so only payloads shorter than a cache line are copied. Read where they lie, those
+/// cost a worker a cache miss each for a copy of a few bytes (the many-connection capture,
+/// 30-byte payloads, 2 threads: 4% less CPU copied); longer ones are cheaper shared
+/// (storage mix, 2 threads: -4 to -8% time against copying those under 512 bytes).
+const SHARE_MAPPED_FROM: usize = 64;
 
 /// One worker's share of a batch of frames.
 #[derive(Default)]
@@ -334,10 +339,11 @@ fn read_and_route(
     routing: Routing,
 ) -> ReaderEnd {
     let n = workers.len();
-    // A mapped file is one buffer that sharing never makes the reader leave: every payload
-    // is then read where it lies (storage mix, 2 threads: -4 to -8% time against copying
-    // the short ones).
-    let share_from = if reader.is_mapped() { 0 } else { SHARE_FROM };
+    let share_from = if reader.is_mapped() {
+        SHARE_MAPPED_FROM
+    } else {
+        SHARE_FROM
+    };
     let fresh = || Batch {
         work: Vec::with_capacity(BATCH),
         ..Batch::default()
