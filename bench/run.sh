@@ -7,6 +7,7 @@
 #   bench/run.sh --quick         # CI: 100k-packet captures, prints, writes nothing
 #   BENCH_PACKETS=20000000 bench/run.sh   # bigger captures
 #   BENCH_LOOPS=3 bench/run.sh            # each timing repeated, the fastest kept
+#   BENCH_PAIRS=9 bench/run.sh            # interleaved 1-thread/N-thread pairs on many
 #
 # Captures (made on the fly by tcpdx-synth, never committed):
 #   bulk1500   64 interleaved bulk transfers, 1500-byte frames, headers only (snaplen 96)
@@ -132,6 +133,47 @@ for cap in bulk1500 bulk9000 many storage; do
   summary="$summary
 - $line"
 done
+
+# Thread scaling, interleaved: the timings above run one command's 1-thread runs, then its
+# N-thread runs, and the machine's load drifts in between (the same binary's diagnose on
+# many gave 1.56x to 1.71x by hand, at different hours). Here each pair runs both back to
+# back, $pairs times, and the ratio is given of the fastest runs and of the medians.
+pairs=${BENCH_PAIRS:-$([ $quick = 1 ] && echo 2 || echo 9)}
+{
+  echo
+  echo "## thread scaling on many, interleaved ($pairs pairs of runs: --threads 1, then --threads $cores)"
+  echo
+  echo "| command | 1 thread: fastest / median s | $cores threads: fastest / median s | ratio of fastest | ratio of medians |"
+  echo "|---|---|---|---|---|"
+} | tee -a "$out"
+# wall_of CMD...: one run's wall-clock seconds.
+wall_of() {
+  local t0=$EPOCHREALTIME
+  "$@" > /dev/null 2> "$dir/err" || {
+    echo "FAILED: $*" >&2
+    cat "$dir/err" >&2
+    exit 1
+  }
+  echo "$EPOCHREALTIME - $t0" | bc -l
+}
+# stat_of FILE: "fastest median" of the numbers in FILE, one per line.
+stat_of() { sort -n "$1" | awk '{ a[NR] = $1 } END { printf "%s %s", a[1], a[int((NR + 1) / 2)] }'; }
+scale=""
+for cmd in diagnose srt events flows; do
+  : > "$dir/s1"
+  : > "$dir/sn"
+  for ((i = 0; i < pairs; i++)); do
+    wall_of "$bin/tcpdx" "$cmd" --threads 1 "$dir/many.pcap" >> "$dir/s1"
+    wall_of "$bin/tcpdx" "$cmd" --threads "$cores" "$dir/many.pcap" >> "$dir/sn"
+  done
+  read -r min1 med1 <<< "$(stat_of "$dir/s1")"
+  read -r minn medn <<< "$(stat_of "$dir/sn")"
+  printf "| tcpdx %-8s | %.3f / %.3f | %.3f / %.3f | %sx | %sx |\n" "$cmd" "$min1" "$med1" \
+    "$minn" "$medn" "$(ratio "$min1" "$minn")" "$(ratio "$med1" "$medn")" | tee -a "$out"
+  scale="$scale, $cmd $(ratio "$min1" "$minn")x/$(ratio "$med1" "$medn")x"
+done
+summary="$summary
+- many, interleaved runs, $cores threads vs 1 (ratio of the fastest/of the medians):${scale#,}"
 
 # Compressed input: headers-only bulk1500 (compresses ~15x: decompressing is cheap and the
 # analysis is the bottleneck) and full-payload bulk9000 (decompression is the bottleneck).
