@@ -267,6 +267,40 @@ for per in 100000000 2000; do
     done
   done
 done
+# Many long connections with silences: 2,000 connections lasting the whole capture, each
+# sending a segment every 20 ms (every segment ends a silent gap; port 445). Information, not
+# the criterion: diagnose spills the gaps, but the storage tracker's TCP log of silences
+# (at most 4,096 per connection, 24 bytes each) still grows to its cap (docs/robustness.md).
+{
+  echo
+  echo "## peak RSS, 2,000 connections lasting the whole capture, a segment every 20 ms each (diagnose, streamed through a pipe)"
+  echo
+  echo "| threads | $small packets | $large packets | ratio |"
+  echo "|---|---|---|---|"
+} | tee -a "$out"
+# rss_long N THREADS: the highest peak RSS in kB of $loops diagnose runs on that pattern.
+rss_long() {
+  local i
+  for ((i = 0; i < loops; i++)); do
+    "$bin/tcpdx-synth" "$1" 2000 100000000 |
+      /usr/bin/time -f "%M" -o "$dir/rss" "$bin/tcpdx" diagnose --threads "$2" - > "$dir/out" 2> "$dir/err" || {
+      echo "FAILED: tcpdx diagnose on $1 synthetic packets of 2,000 long connections" >&2
+      cat "$dir/err" >&2
+      exit 1
+    }
+    cat "$dir/rss"
+  done | sort -n | tail -1
+}
+for threads in 1 2; do
+  a=$(rss_long "$small" "$threads")
+  b=$(rss_long "$large" "$threads")
+  r=$(ratio "$b" "$a")
+  printf "| %d | %8.1f MB | %8.1f MB | %5sx |\n" "$threads" \
+    "$(echo "$a / 1000" | bc -l)" "$(echo "$b / 1000" | bc -l)" "$r" | tee -a "$out"
+  summary="$summary
+- peak RSS of tcpdx diagnose on 2,000 long connections with silences ($threads thread(s)): $large packets / $small packets = ${r}x, $(echo "$b / 1000" | bc) MB (information)"
+done
+
 # The same on a file read mapped into memory (tcpdx maps a regular uncompressed file when
 # no core is left for a reading thread, as with --threads = cores): its pages are let go
 # once read, so the file's size must not show either. Up to about 24 MB of the file is kept

@@ -351,9 +351,7 @@ impl Diagnoser {
 /// Runs the detectors over one connection (at its end: it is dropped after).
 fn diagnose(c: &mut ConnTracker) -> Diagnosed {
     c.finish();
-    for s in &mut c.senders {
-        s.prepare();
-    }
+    c.prepare();
     let budget = budget::connection_budget(c);
     let cx = ConnContext::new(c, &budget);
     let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
@@ -502,5 +500,52 @@ mod tests {
         seen.sort();
         // Handshakes: SYN and ACK from the client, SYN-ACK from the server.
         assert_eq!(seen, [(1, [2, 1]), (2, [2 + 4, 1]), (3, [2 + 3, 1])]);
+    }
+
+    #[test]
+    fn a_long_connections_silent_gaps_go_to_the_spill() {
+        // A request every 100 ms, answered at once and acknowledged: every request ends a
+        // silent gap with nothing in flight.
+        let mut t = Script::new();
+        let id = t.conn();
+        t.on(id).at_ms(1).handshake();
+        let n = 1000u32;
+        for i in 0..n {
+            let at = 10.0 + 100.0 * f64::from(i);
+            t.on(id).at_ms(at).client_sends(tcpdx_testkit::AUTO, 100);
+            t.at_ms(at + 1.0).server_sends(tcpdx_testkit::AUTO, 100);
+            t.at_ms(at + 1.5).client_acks(tcpdx_testkit::AUTO);
+        }
+        let spill = Arc::new(Spill::default());
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        let (mut spilled, mut plain) = (
+            Diagnoser::new().spilling_to(spill.clone()),
+            Diagnoser::new(),
+        );
+        for f in t.frames() {
+            a.handle_frame(&f.as_frame(), &mut spilled);
+        }
+        let mut b = Analyzer::new(AnalyzerConfig::default());
+        for f in t.frames() {
+            b.handle_frame(&f.as_frame(), &mut plain);
+        }
+        let c = spilled.trackers().next().expect("the connection's tracker");
+        let gaps = c.gaps.len();
+        assert!(gaps >= n as usize - 1, "{gaps} gaps");
+        // At most one blob's worth stays in memory; the rest went to the store.
+        let records = spill.policy().gap_records;
+        assert!(
+            gaps - c.gaps.spilled() <= records,
+            "{} in memory",
+            gaps - c.gaps.spilled()
+        );
+        assert!(spill.live_blobs() as usize >= (gaps - records) / records);
+        // Read back for the diagnosis, they give the diagnosis of gaps kept in memory.
+        let (s, p) = (spilled.finish(), plain.finish());
+        // The idle time of the budget comes from the gaps.
+        let idle = s.time_budget.states.get(State::ApplicationIdle);
+        assert!(idle > 50.0, "{idle} s idle");
+        assert_eq!(s, p);
+        assert_eq!(spill.live_blobs(), 0);
     }
 }

@@ -93,6 +93,11 @@ pub const RESIDENT_CHUNKS: usize = 4;
 /// round trips, so a list takes about as much memory at 1 M packets as at 20 M).
 pub const LIST_RECORDS: usize = 16;
 
+/// Silent gaps of a connection kept in memory, written out together when full (tcpdx
+/// choice: ~10 KB; a connection with a silence every few segments has hundreds, and
+/// writing them 16 at a time cost a diagnosis of many short ones 6%, a write per blob).
+pub const GAP_RECORDS: usize = 256;
+
 /// How much a diagnoser keeps in memory per sender: chunks of `chunk_rounds` rounds, of
 /// which `resident_chunks` full ones stay before they are written out together; and how
 /// many rounds a connection may have to be decoded at once for its diagnosis.
@@ -107,6 +112,8 @@ pub struct SpillPolicy {
     pub decode_all_max_rounds: usize,
     /// Records of a [`SpillList`] per blob: the list keeps at most that many in memory.
     pub list_records: usize,
+    /// The same for a connection's silent gaps.
+    pub gap_records: usize,
 }
 
 impl Default for SpillPolicy {
@@ -116,6 +123,7 @@ impl Default for SpillPolicy {
             resident_chunks: RESIDENT_CHUNKS,
             decode_all_max_rounds: crate::infer::rounds::DECODE_ALL_MAX_ROUNDS,
             list_records: LIST_RECORDS,
+            gap_records: GAP_RECORDS,
         }
     }
 }
@@ -130,6 +138,7 @@ impl SpillPolicy {
             resident_chunks: 0,
             decode_all_max_rounds: 0,
             list_records: 1,
+            gap_records: 1,
         }
     }
 }
@@ -170,6 +179,7 @@ impl Spill {
             policy: SpillPolicy {
                 chunk_rounds: policy.chunk_rounds.max(1),
                 list_records: policy.list_records.max(1),
+                gap_records: policy.gap_records.max(1),
                 ..policy
             },
             inner: Mutex::new(Inner {

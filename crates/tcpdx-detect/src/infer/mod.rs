@@ -15,6 +15,8 @@ pub use sender::{
 
 use tcpdx_core::{Dir, SegmentAnalysis, SegmentDetail};
 
+use crate::spill::SpillList;
+
 /// Gaps kept per connection (tcpdx choice; the count stays exact).
 pub const MAX_GAPS: usize = 10_000;
 /// A silence at least this long is a gap worth attributing (tcpdx choice: above timer
@@ -152,8 +154,12 @@ pub struct ConnTracker {
     pub segments: [u64; 2],
     /// Handshake.
     pub handshake: Handshake,
-    /// Silent gaps of at least [`GAP_MIN_NS`] (capped).
-    pub gaps: Vec<Gap>,
+    /// Silent gaps of at least [`GAP_MIN_NS`] (capped). Spilled like a sender's lists, in
+    /// blobs of [`SpillPolicy::gap_records`](crate::spill::SpillPolicy::gap_records): a
+    /// long connection with a silence every few segments (a poll, a keep-alive, a client
+    /// waiting on each answer) kept up to 400 KB of them in memory, and 2,000 such
+    /// connections 0.8 GB.
+    pub gaps: SpillList<Gap>,
     // Each sender's state, then what only the start and the diagnosis read.
     /// Data sent by the client, by the server (indexed by `Dir::idx()`).
     pub senders: [SenderState; 2],
@@ -168,11 +174,23 @@ pub struct ConnTracker {
 impl ConnTracker {
     /// A new connection whose senders' rounds and lists spill into `spill` beyond its policy.
     pub fn spilling_to(spill: &std::sync::Arc<crate::spill::Spill>) -> Self {
-        let mut c = Self::default();
+        let mut c = Self {
+            gaps: SpillList::spilling_in_blobs_of(spill.clone(), spill.policy().gap_records),
+            ..Self::default()
+        };
         for s in &mut c.senders {
             *s = SenderState::spilling_to(spill);
         }
         c
+    }
+
+    /// Before a diagnosis: the senders' rounds and lists and the gaps read back from the
+    /// spill ([`SenderState::prepare`], [`SpillList::prepare`]).
+    pub fn prepare(&mut self) {
+        for s in &mut self.senders {
+            s.prepare();
+        }
+        self.gaps.prepare();
     }
 
     /// Best estimate of the path round trip so far: the handshake's, else the smallest

@@ -1,7 +1,11 @@
-//! How a sender's episodes are written to the spill ([`Record`] for the records of the
-//! [`SpillList`](crate::spill::SpillList)s of [`SenderState`](super::SenderState)):
-//! every field, fixed width, lossless.
+//! How a sender's episodes and a connection's silent gaps are written to the spill
+//! ([`Record`] for the records of the [`SpillList`](crate::spill::SpillList)s of
+//! [`SenderState`](super::SenderState) and [`ConnTracker`](super::ConnTracker)): every
+//! field, fixed width, lossless.
 
+use tcpdx_core::Dir;
+
+use super::Gap;
 use super::sender::{
     DelackPause, LossEpisode, NaglePause, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, RecoveryKind,
     RtoStall, Spurious, ZeroWindow,
@@ -114,6 +118,56 @@ plain_record!(ZeroWindow {
     probes: u32,
 });
 
+/// A direction's code in the spill.
+fn dir_code(d: Dir) -> u8 {
+    match d {
+        Dir::ClientToServer => 0,
+        Dir::ServerToClient => 1,
+    }
+}
+
+/// The direction of a code of [`dir_code`] (`None`: not one).
+fn dir_of(code: u8) -> Option<Dir> {
+    match code {
+        0 => Some(Dir::ClientToServer),
+        1 => Some(Dir::ServerToClient),
+        _ => None,
+    }
+}
+
+impl Record for Gap {
+    fn encode(&self, w: &mut Writer<'_>) {
+        // No direction: 2, one past both codes.
+        let last_data_dir = self.last_data_dir.map_or(2, dir_code);
+        w.i64(self.start)
+            .i64(self.end)
+            .u64(self.frame_before)
+            .u64(self.frame_after)
+            .bool(self.in_flight)
+            .u8(last_data_dir)
+            .u8(dir_code(self.next_dir))
+            .bool(self.next_has_data)
+            .bool(self.setup);
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Option<Self> {
+        Some(Self {
+            start: r.i64()?,
+            end: r.i64()?,
+            frame_before: r.u64()?,
+            frame_after: r.u64()?,
+            in_flight: r.bool()?,
+            last_data_dir: match r.u8()? {
+                2 => None,
+                code => Some(dir_of(code)?),
+            },
+            next_dir: dir_of(r.u8()?)?,
+            next_has_data: r.bool()?,
+            setup: r.bool()?,
+        })
+    }
+}
+
 /// The proofs a [`Spurious`] may name, by their code in the spill.
 const PROOFS: [&str; 3] = [PROOF_DSACK, PROOF_EARLY_ACK, PROOF_ACKED];
 
@@ -222,6 +276,43 @@ mod tests {
                 proof,
             });
         }
+    }
+
+    #[test]
+    fn gaps_round_trip_with_every_direction() {
+        let dirs = [None, Some(Dir::ClientToServer), Some(Dir::ServerToClient)];
+        for (i, last_data_dir) in dirs.into_iter().enumerate() {
+            for next_dir in [Dir::ClientToServer, Dir::ServerToClient] {
+                round_trip(Gap {
+                    start: -7,
+                    end: i64::MAX,
+                    frame_before: u64::MAX,
+                    frame_after: i as u64,
+                    in_flight: i == 0,
+                    last_data_dir,
+                    next_dir,
+                    next_has_data: i == 1,
+                    setup: i == 2,
+                });
+            }
+        }
+        // A direction code that is none of them does not decode.
+        let mut buf = Vec::new();
+        Gap {
+            start: 0,
+            end: 1,
+            frame_before: 2,
+            frame_after: 3,
+            in_flight: false,
+            last_data_dir: None,
+            next_dir: Dir::ClientToServer,
+            next_has_data: false,
+            setup: false,
+        }
+        .encode(&mut Writer(&mut buf));
+        let at = buf.len() - 4;
+        buf[at] = 3;
+        assert_eq!(Gap::decode(&mut Reader(&buf)), None);
     }
 
     #[test]

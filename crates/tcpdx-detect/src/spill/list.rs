@@ -139,8 +139,14 @@ impl<T> Default for SpillList<T> {
 impl<T: Record> SpillList<T> {
     /// An empty list whose older records go to `spill`'s store.
     pub fn spilling_to(spill: Arc<Spill>) -> Self {
+        let records = spill.policy().list_records;
+        Self::spilling_in_blobs_of(spill, records)
+    }
+
+    /// An empty list whose older records go to `spill`'s store, `records` to a blob.
+    pub fn spilling_in_blobs_of(spill: Arc<Spill>, records: usize) -> Self {
         Self {
-            per_blob: spill.policy().list_records.max(1),
+            per_blob: records.max(1),
             spill: Some(spill),
             ..Self::default()
         }
