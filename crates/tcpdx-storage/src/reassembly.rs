@@ -107,6 +107,12 @@ impl Reassembler {
         self.pending_bytes
     }
 
+    /// The earliest capture time of the segments held out of order (ns), if any: bytes
+    /// delivered later become available at it or after (see `available`).
+    pub fn oldest_held_ts(&self) -> Option<i64> {
+        self.pending.values().map(|p| p.at.ts.0).min()
+    }
+
     /// True if every byte before `seq` was delivered and nothing is held out of order.
     pub fn delivered_up_to(&self, seq: u64) -> bool {
         self.pending.is_empty() && self.next.is_none_or(|n| n >= seq)

@@ -17,6 +17,10 @@ use tcpdx_wire::{FrameNo, TcpFlags, Timestamp};
 const MAX_TCP_LOG: usize = 4096;
 /// Shortest silence remembered (tcpdx choice: below the shortest delayed-ACK timer).
 const SILENCE_MIN_NS: i64 = 20_000_000;
+/// Before a request is parsed, what is older than this is forgotten
+/// ([`TcpLog::forget_before`]; tcpdx choice: far above the steps back in time of merged
+/// captures, ~50 silences at most).
+const FORGET_MARGIN_NS: i64 = 1_000_000_000;
 
 /// Analysis flags a log keeps a segment for.
 const TROUBLE: u16 = F::RETRANSMISSION
@@ -37,6 +41,9 @@ pub struct TcpLog {
     flagged: Vec<(i64, u16)>,
     /// A request was parsed on this connection.
     requested: bool,
+    /// A segment came more than [`FORGET_MARGIN_NS`] earlier in time than the one before
+    /// it: nothing is forgotten any more ([`TcpLog::forget_before`]).
+    unordered: bool,
     /// A FIN was seen from the client (bit 0) or the server (bit 1).
     fins: u8,
 }
@@ -54,10 +61,12 @@ impl TcpLog {
     #[inline]
     pub fn segment(&mut self, a: &SegmentAnalysis) {
         let ts = a.ts.0;
-        if let Some((last, _)) = self.last
-            && ts - last >= SILENCE_MIN_NS
-        {
-            self.silence(last, ts, a.frame.0);
+        if let Some((last, _)) = self.last {
+            if ts - last >= SILENCE_MIN_NS {
+                self.silence(last, ts, a.frame.0);
+            } else if last - ts > FORGET_MARGIN_NS {
+                self.unordered = true;
+            }
         }
         self.last = Some((ts, a.frame.0));
         if a.flags.any(TROUBLE) {
@@ -95,6 +104,40 @@ impl TcpLog {
     #[inline(never)]
     fn forget(&mut self) {
         *self = TcpLog::default();
+    }
+
+    /// Until a request is parsed: forgets the silences that ended and the segments flagged
+    /// more than [`FORGET_MARGIN_NS`] before `ts`, where no request parsed later can start
+    /// (`ts`: the current segment's time, or earlier if bytes held out of order may complete
+    /// a request; see [`Tracker`](crate::Tracker)). The log is read only from a request on,
+    /// so this changes no reading, and memory follows the live connections where nothing is
+    /// parsed even while they last: 2,000 long connections with a silence every 20 ms kept
+    /// up to 98 KB of silences each. The margin keeps that exact where the capture's time
+    /// steps back a little (merged interfaces); a larger step stops it for the connection.
+    #[inline]
+    pub fn forget_before(&mut self, ts: i64) {
+        if self.may_forget_before(ts) {
+            self.forget_entries_before(ts.saturating_sub(FORGET_MARGIN_NS));
+        }
+    }
+
+    /// True if [`TcpLog::forget_before`] would forget something at `ts` (or at an earlier
+    /// time): a cheap test, so that the tracker looks for bytes held out of order only then.
+    #[inline]
+    pub fn may_forget_before(&self, ts: i64) -> bool {
+        if self.requested || self.unordered {
+            return false;
+        }
+        let before = ts.saturating_sub(FORGET_MARGIN_NS);
+        self.silences.first().is_some_and(|s| s.1 < before)
+            || self.flagged.first().is_some_and(|f| f.0 < before)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forget_entries_before(&mut self, before: i64) {
+        self.silences.retain(|&(_, end, _)| end >= before);
+        self.flagged.retain(|&(t, _)| t >= before);
     }
 
     /// A request was parsed on the connection (its log is then kept to the end).
@@ -266,6 +309,71 @@ pub(crate) mod tests {
         let asked = ended(seg(3, 1.5, s2c, FIN, 0), true);
         assert!(asked.requested());
         assert!(asked.during(0, 2_000_000_000).silent_s > 0.9);
+    }
+
+    #[test]
+    fn before_a_request_only_the_last_second_is_remembered() {
+        let c2s = Dir::ClientToServer;
+        // A segment every 100 ms for 20 s: each ends a silence.
+        let (mut forgetting, mut keeping) = (TcpLog::default(), TcpLog::default());
+        let feed = |log: &mut TcpLog, forget: bool, from: u64, to: u64, flags: u16| {
+            for i in from..to {
+                let a = seg(i + 1, i as f64 * 0.1, c2s, 0, flags);
+                if forget {
+                    log.forget_before(a.ts.0);
+                }
+                log.segment(&a);
+            }
+        };
+        feed(&mut forgetting, true, 0, 200, F::RETRANSMISSION);
+        feed(&mut keeping, false, 0, 200, F::RETRANSMISSION);
+        assert_eq!(keeping.silences.len(), 199);
+        // The silences and flags of the last second (and the one ending at its start).
+        assert!(
+            forgetting.silences.len() <= 12,
+            "{}",
+            forgetting.silences.len()
+        );
+        assert!(
+            forgetting.flagged.len() <= 12,
+            "{}",
+            forgetting.flagged.len()
+        );
+        // A request parsed now reads the same as with everything kept, from its segment on
+        // and from anywhere in the margin; then nothing is forgotten any more.
+        forgetting.request();
+        keeping.request();
+        let kept = forgetting.silences.len();
+        feed(&mut forgetting, true, 200, 400, 0);
+        feed(&mut keeping, false, 200, 400, 0);
+        assert_eq!(forgetting.silences.len(), kept + 200);
+        let end = 40_000_000_000;
+        for from in [19_900_000_000, 19_000_000_000, 25_000_000_000] {
+            assert_eq!(
+                forgetting.during(from, end),
+                keeping.during(from, end),
+                "{from}"
+            );
+        }
+    }
+
+    #[test]
+    fn time_going_back_more_than_the_margin_stops_forgetting() {
+        let c2s = Dir::ClientToServer;
+        let mut log = TcpLog::default();
+        for (i, s) in [0.0, 0.5, 1.0, 1.5, 2.0, 0.2, 0.7, 1.2, 5.0, 9.0]
+            .into_iter()
+            .enumerate()
+        {
+            let a = seg(i as u64 + 1, s, c2s, 0, 0);
+            log.forget_before(a.ts.0);
+            log.segment(&a);
+        }
+        // Back from 2.0 s to 0.2 s: everything from then on is kept (at 5.0 s the silences
+        // ending before 4.0 s would have gone: 7.8 s instead of 8.6 s).
+        assert!(log.unordered);
+        let d = log.during(1_200_000_000, 9_000_000_000);
+        assert!((d.silent_s - 8.6).abs() < 1e-6, "{d:?}");
     }
 
     #[test]

@@ -593,6 +593,17 @@ impl<S: StorageSink> EventSink for Tracker<S> {
             frame: a.frame,
             ts: a.ts,
         });
+        if conn.log.may_forget_before(a.ts.0) {
+            // No request can start before this segment, or before bytes held out of order,
+            // which a later segment may release as they were (a hole declared lost).
+            let held = conn
+                .sides
+                .iter()
+                .filter_map(|s| s.reasm.oldest_held_ts())
+                .min();
+            conn.log
+                .forget_before(held.map_or(a.ts.0, |h| h.min(a.ts.0)));
+        }
         conn.log.segment(a);
         if flags.syn() && !*a.dir.of(&conn.data_seen) {
             let side = a.dir.of_mut(&mut conn.sides);
