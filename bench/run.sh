@@ -218,10 +218,11 @@ large=${BENCH_RSS_PACKETS:-$([ $quick = 1 ] && echo 1000000 || echo 20000000)}
   echo "| command | threads | segments per connection | $small packets | $large packets | ratio | bytes per added connection |"
   echo "|---|---|---|---|---|---|---|"
 } | tee -a "$out"
-# rss N CMD PER_CONN THREADS: peak RSS in kB of `tcpdx CMD --threads THREADS -` reading N
-# synthetic packets (standard output kept in $dir/out).
+# rss N CMD PER_CONN THREADS [CONNS]: peak RSS in kB of `tcpdx CMD --threads THREADS -`
+# reading N synthetic packets of CONNS (default 64) concurrent connections (standard output
+# kept in $dir/out).
 rss() {
-  "$bin/tcpdx-synth" "$1" 64 "$3" |
+  "$bin/tcpdx-synth" "$1" "${5:-64}" "$3" |
     /usr/bin/time -f "%M" -o "$dir/rss" "$bin/tcpdx" "$2" --threads "$4" - > "$dir/out" 2> "$dir/err" || {
     echo "FAILED: tcpdx $2 on $1 synthetic packets" >&2
     cat "$dir/err" >&2
@@ -229,7 +230,7 @@ rss() {
   }
   cat "$dir/rss"
 }
-# rss_peak N CMD PER_CONN THREADS: the highest of $loops `rss` runs. The peak of one run
+# rss_peak N CMD PER_CONN THREADS [CONNS]: the highest of $loops `rss` runs. The peak of one run
 # depends on how far the reader got ahead before the end: srt on 1M packets peaked at
 # 9.8 MB in two runs of seven and 10.9-11.3 MB in the others, where 20M packets, long
 # enough for the read-ahead queue to fill every time, gave 11.8-12.3 MB; a median of
@@ -279,25 +280,16 @@ done
   echo "| threads | $small packets | $large packets | ratio |"
   echo "|---|---|---|---|"
 } | tee -a "$out"
-# rss_long N THREADS: the highest peak RSS in kB of $loops diagnose runs on that pattern.
-rss_long() {
-  local i
-  for ((i = 0; i < loops; i++)); do
-    "$bin/tcpdx-synth" "$1" 2000 100000000 |
-      /usr/bin/time -f "%M" -o "$dir/rss" "$bin/tcpdx" diagnose --threads "$2" - > "$dir/out" 2> "$dir/err" || {
-      echo "FAILED: tcpdx diagnose on $1 synthetic packets of 2,000 long connections" >&2
-      cat "$dir/err" >&2
-      exit 1
-    }
-    cat "$dir/rss"
-  done | sort -n | tail -1
+# rss_row LABEL A B: a table row of two peak RSS (kB) and their ratio; sets $r.
+rss_row() {
+  r=$(ratio "$3" "$2")
+  printf "| %s | %8.1f MB | %8.1f MB | %5sx |\n" "$1" \
+    "$(echo "$2 / 1000" | bc -l)" "$(echo "$3 / 1000" | bc -l)" "$r" | tee -a "$out"
 }
 for threads in 1 2; do
-  a=$(rss_long "$small" "$threads")
-  b=$(rss_long "$large" "$threads")
-  r=$(ratio "$b" "$a")
-  printf "| %d | %8.1f MB | %8.1f MB | %5sx |\n" "$threads" \
-    "$(echo "$a / 1000" | bc -l)" "$(echo "$b / 1000" | bc -l)" "$r" | tee -a "$out"
+  a=$(rss_peak "$small" diagnose 100000000 "$threads" 2000)
+  b=$(rss_peak "$large" diagnose 100000000 "$threads" 2000)
+  rss_row "$threads" "$a" "$b"
   summary="$summary
 - peak RSS of tcpdx diagnose on 2,000 long connections with silences ($threads thread(s)): $large packets / $small packets = ${r}x, $(echo "$b / 1000" | bc) MB (information)"
 done
@@ -331,9 +323,7 @@ rss_file() {
 for cmd in flows diagnose srt; do
   a=$(rss_file "$dir/rss_small.pcap" "$cmd")
   b=$(rss_file "$dir/rss_large.pcap" "$cmd")
-  r=$(ratio "$b" "$a")
-  printf "| tcpdx %-8s | %8.1f MB | %8.1f MB | %5sx |\n" "$cmd" \
-    "$(echo "$a / 1000" | bc -l)" "$(echo "$b / 1000" | bc -l)" "$r" | tee -a "$out"
+  rss_row "$(printf "tcpdx %-8s" "$cmd")" "$a" "$b"
   summary="$summary
 - peak RSS of tcpdx $cmd on a file read mapped ($cores threads): $large packets / $small packets = ${r}x, $(echo "$b / 1000" | bc) MB"
 done
