@@ -118,34 +118,25 @@ plain_record!(ZeroWindow {
     probes: u32,
 });
 
-/// A direction's code in the spill.
-fn dir_code(d: Dir) -> u8 {
-    match d {
-        Dir::ClientToServer => 0,
-        Dir::ServerToClient => 1,
-    }
-}
-
-/// The direction of a code of [`dir_code`] (`None`: not one).
+/// The direction whose [`Dir::idx`] is `code`, a direction's code in the spill (`None`:
+/// neither).
 fn dir_of(code: u8) -> Option<Dir> {
-    match code {
-        0 => Some(Dir::ClientToServer),
-        1 => Some(Dir::ServerToClient),
-        _ => None,
-    }
+    [Dir::ClientToServer, Dir::ServerToClient]
+        .get(usize::from(code))
+        .copied()
 }
 
 impl Record for Gap {
     fn encode(&self, w: &mut Writer<'_>) {
         // No direction: 2, one past both codes.
-        let last_data_dir = self.last_data_dir.map_or(2, dir_code);
+        let last_data_dir = self.last_data_dir.map_or(2, |d| d.idx() as u8);
         w.i64(self.start)
             .i64(self.end)
             .u64(self.frame_before)
             .u64(self.frame_after)
             .bool(self.in_flight)
             .u8(last_data_dir)
-            .u8(dir_code(self.next_dir))
+            .u8(self.next_dir.idx() as u8)
             .bool(self.next_has_data)
             .bool(self.setup);
     }
