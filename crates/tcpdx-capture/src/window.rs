@@ -279,13 +279,21 @@ impl Window {
         if live > input::HEADROOM {
             return false;
         }
-        let Some(mut chunk) = source.take_chunk() else {
+        let Some(input::Chunk {
+            buf: mut chunk,
+            start: data,
+        }) = source.take_chunk()
+        else {
             return false;
         };
-        let at = input::HEADROOM - live;
-        let Some(head) = chunk.get_mut(at..input::HEADROOM) else {
+        // Data starts at least `HEADROOM` in: the live bytes fit before it.
+        let at = data - live;
+        let Some(head) = chunk.get_mut(at..data) else {
             // Never (chunks carry their headroom); copied the other way rather than lost.
-            source.start_on(chunk);
+            source.start_on(input::Chunk {
+                buf: chunk,
+                start: data,
+            });
             return false;
         };
         head.copy_from_slice(self.buf.get(self.start..self.end).unwrap_or_default());
@@ -609,7 +617,7 @@ mod tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
             .collect();
         for (fill, share) in [(true, true), (false, false)] {
-            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill).unwrap();
+            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill, 5).unwrap();
             let mut w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
             let mut held: Vec<(Arc<Buffer>, Vec<u8>)> = Vec::new();
             let mut off = 0;
