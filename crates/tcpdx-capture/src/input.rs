@@ -226,11 +226,11 @@ impl Threaded {
         let thread = std::thread::Builder::new().name("tcpdx-read".into());
         thread.spawn(move || {
             loop {
-                let mut buf = recycled.try_recv().unwrap_or_default();
-                if buf.capacity() < CHUNK_CAP {
-                    buf = Vec::with_capacity(CHUNK_CAP);
-                }
-                // Within the capacity: the buffer does not move once its data is placed.
+                // Recycled buffers hold `CHUNK_CAP` (`give_back`): within it, the buffer does
+                // not move once its data is placed.
+                let mut buf = recycled
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK_CAP));
                 let start = data_start(&buf, offset);
                 // A recycled chunk was full (but the last, or a pipe's): little zeroing here.
                 buf.resize(start + CHUNK_LEN, 0);

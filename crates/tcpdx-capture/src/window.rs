@@ -279,27 +279,20 @@ impl Window {
         if live > input::HEADROOM {
             return false;
         }
-        let Some(input::Chunk {
-            buf: mut chunk,
-            start: data,
-        }) = source.take_chunk()
-        else {
+        let Some(mut chunk) = source.take_chunk() else {
             return false;
         };
         // Data starts at least `HEADROOM` in: the live bytes fit before it.
-        let at = data - live;
-        let Some(head) = chunk.get_mut(at..data) else {
+        let at = chunk.start - live;
+        let Some(head) = chunk.buf.get_mut(at..chunk.start) else {
             // Never (chunks carry their headroom); copied the other way rather than lost.
-            source.start_on(input::Chunk {
-                buf: chunk,
-                start: data,
-            });
+            source.start_on(chunk);
             return false;
         };
         head.copy_from_slice(self.buf.get(self.start..self.end).unwrap_or_default());
         let offset = self.base.wrapping_add(self.start as u64);
-        let end = chunk.len();
-        let old = std::mem::replace(&mut self.buf, Arc::new(Buffer::Filled(chunk)));
+        let end = chunk.buf.len();
+        let old = std::mem::replace(&mut self.buf, Arc::new(Buffer::Filled(chunk.buf)));
         self.base = offset.wrapping_sub(at as u64);
         self.start = at;
         self.end = end;
