@@ -134,6 +134,58 @@ for cap in bulk1500 bulk9000 many storage; do
 - $line"
 done
 
+# Instructions per packet: the work itself, free of this machine's noise (the timings above
+# vary by up to 2x between runs of one binary; these counts by a thousandth). Counted by
+# valgrind (cachegrind, its cache model off) in user space only: the kernel's copies and
+# page faults are not in them. Each is the count on a capture of 2N packets less the count
+# on one of N of the same kind, divided by N, so that start-up cancels out.
+ipp_n=${BENCH_IPP_PACKETS:-$([ $quick = 1 ] && echo 20000 || echo 100000)}
+if command -v valgrind > /dev/null; then
+  {
+    echo
+    echo "## instructions per packet (user space, counted by valgrind; $ipp_n and $((2 * ipp_n)) packets, 1 thread)"
+    echo
+    echo "| capture | record walk | events | flows | diagnose | srt |"
+    echo "|---|---|---|---|---|---|"
+  } | tee -a "$out"
+  # irefs CMD...: instructions the command executes (all its threads, user space).
+  irefs() {
+    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$@" \
+      2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }'
+  }
+  ipp_line=""
+  for cap in bulk1500 many storage; do
+    for k in 1 2; do
+      case $cap in
+      bulk1500) "$bin/tcpdx-synth" $((k * ipp_n)) 64 20000 ;;
+      many) "$bin/tcpdx-synth" $((k * ipp_n)) 2000 40 ;;
+      storage) "$bin/tcpdx-synth" storage $((k * ipp_n)) ;;
+      esac > "$dir/ipp$k.pcap"
+    done
+    row="| $cap"
+    cells=""
+    for tool in walk events flows diagnose srt; do
+      for k in 1 2; do
+        if [ "$tool" = walk ]; then
+          ir[k]=$(irefs "$bin/examples/capdump" --walk "$dir/ipp$k.pcap")
+        else
+          ir[k]=$(irefs "$bin/tcpdx" "$tool" --threads 1 "$dir/ipp$k.pcap")
+        fi
+      done
+      per=$(((ir[2] - ir[1]) / ipp_n))
+      row="$row | $per"
+      cells="$cells, $tool $per"
+    done
+    echo "$row |" | tee -a "$out"
+    ipp_line="$ipp_line; $cap:${cells#,}"
+  done
+  rm -f "$dir/ipp1.pcap" "$dir/ipp2.pcap"
+  summary="$summary
+- instructions per packet (user space, 1 thread):${ipp_line#;}"
+else
+  echo "(valgrind not installed: no instruction counts)" | tee -a "$out"
+fi
+
 # Thread scaling, interleaved: the timings above run one command's 1-thread runs, then its
 # N-thread runs, and the machine's load drifts in between (the same binary's diagnose on
 # many gave 1.56x to 1.71x by hand, at different hours). Here each pair runs both back to
