@@ -172,12 +172,17 @@ fn data_start(buf: &[u8], offset: u64) -> usize {
     HEADROOM + (offset as usize).wrapping_sub(at) % PAGE
 }
 
-/// A chunk read ahead: its bytes from `start` on, after at least [`HEADROOM`] free bytes.
+/// A chunk read ahead: its bytes from `start` to `end`, after at least [`HEADROOM`] free
+/// bytes.
 pub(crate) struct Chunk {
-    /// The buffer (its data ends at its length).
+    /// The buffer. Bytes past `end` are stale: the buffer keeps its length, so that a
+    /// recycled one is not zeroed again before each read (a pipe gives 64 KiB a read: the
+    /// rest of the MiB was zeroed every time, 13% of a run's samples from a pipe).
     pub buf: Vec<u8>,
     /// Where its data starts.
     pub start: usize,
+    /// One past its last byte.
+    pub end: usize,
 }
 
 /// Chunks shorter than this are copied, not taken over (a pipe gives 64 KiB a read: a
@@ -194,8 +199,10 @@ pub(crate) struct Threaded {
     /// Chunks read to the end go back to the thread: a fresh 1 MiB buffer per chunk cost
     /// 256 page faults and its zeroing each time (a tenth of a zstd run on bulk captures).
     spent: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// The chunk [`Read::read`] copies from, from `pos` to `end`.
     chunk: Vec<u8>,
     pos: usize,
+    end: usize,
     /// An error met by [`Threaded::take_chunk`], for the next read to return.
     failed: Option<io::Error>,
     done: bool,
@@ -228,16 +235,18 @@ impl Threaded {
             loop {
                 // Recycled buffers hold `CHUNK_CAP` (`give_back`): within it, the buffer does
                 // not move once its data is placed.
-                let mut buf = recycled
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK_CAP));
+                // Zeroed once (calloc: fresh pages come zeroed, no memset), then never again:
+                // a recycled buffer keeps its length, whatever its last chunk held.
+                let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![0; CHUNK_CAP]);
                 let start = data_start(&buf, offset);
-                // A recycled chunk was full (but the last, or a pipe's): little zeroing here.
-                buf.resize(start + CHUNK_LEN, 0);
+                let limit = start + CHUNK_LEN;
+                if buf.len() < limit {
+                    buf.resize(limit, 0);
+                }
                 let mut len = start;
                 let mut eof = false;
                 let result = loop {
-                    let Some(rest) = buf.get_mut(len..) else {
+                    let Some(rest) = buf.get_mut(len..limit) else {
                         break Ok(());
                     };
                     match inner.read(rest) {
@@ -248,7 +257,7 @@ impl Threaded {
                         Ok(n) => {
                             len += n;
                             offset += n as u64;
-                            if len == buf.len() || !fill {
+                            if len == limit || !fill {
                                 break Ok(());
                             }
                         }
@@ -256,8 +265,12 @@ impl Threaded {
                         Err(e) => break Err(e),
                     }
                 };
-                buf.truncate(len);
-                if len > start && tx.send(Ok(Chunk { buf, start })).is_err() {
+                let chunk = Chunk {
+                    buf,
+                    start,
+                    end: len,
+                };
+                if len > start && tx.send(Ok(chunk)).is_err() {
                     return;
                 }
                 if let Err(e) = result {
@@ -274,6 +287,7 @@ impl Threaded {
             spent,
             chunk: Vec::new(),
             pos: 0,
+            end: 0,
             failed: None,
             done: false,
         })
@@ -283,17 +297,17 @@ impl Threaded {
     /// enough to be worth taking over (give its buffer back with [`Threaded::give_back`]).
     /// `None` leaves the bytes to [`Read::read`].
     pub(crate) fn take_chunk(&mut self) -> Option<Chunk> {
-        if self.pos < self.chunk.len() || self.done || self.failed.is_some() {
+        if self.pos < self.end || self.done || self.failed.is_some() {
             return None;
         }
         let chunk = self.receive()?;
-        if chunk.buf.len().saturating_sub(chunk.start) < TAKE_FROM {
+        if chunk.end.saturating_sub(chunk.start) < TAKE_FROM {
             self.start_on(chunk);
             return None;
         }
         let spent = std::mem::take(&mut self.chunk);
         self.give_back(spent);
-        self.pos = 0;
+        (self.pos, self.end) = (0, 0);
         Some(chunk)
     }
 
@@ -325,13 +339,14 @@ impl Threaded {
     pub(crate) fn start_on(&mut self, chunk: Chunk) {
         let spent = std::mem::replace(&mut self.chunk, chunk.buf);
         self.give_back(spent);
-        self.pos = chunk.start.min(self.chunk.len());
+        self.end = chunk.end.min(self.chunk.len());
+        self.pos = chunk.start.min(self.end);
     }
 }
 
 impl Read for Threaded {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.chunk.len() {
+        while self.pos == self.end {
             if let Some(e) = self.failed.take() {
                 self.done = true;
                 return Err(e);
@@ -343,7 +358,7 @@ impl Read for Threaded {
                 self.start_on(chunk);
             }
         }
-        let rest = self.chunk.get(self.pos..).unwrap_or_default();
+        let rest = self.chunk.get(self.pos..self.end).unwrap_or_default();
         let n = out.len().min(rest.len());
         if let (Some(dst), Some(src)) = (out.get_mut(..n), rest.get(..n)) {
             dst.copy_from_slice(src);
@@ -457,7 +472,7 @@ mod tests {
             let addr = c.buf.as_ptr().addr() + c.start;
             assert_eq!(addr % PAGE, out.len() % PAGE, "chunk {chunks}");
             assert!(c.start >= HEADROOM);
-            out.extend_from_slice(&c.buf[c.start..]);
+            out.extend_from_slice(&c.buf[c.start..c.end]);
             t.give_back(c.buf);
             chunks += 1;
         }

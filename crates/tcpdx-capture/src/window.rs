@@ -291,7 +291,8 @@ impl Window {
         };
         head.copy_from_slice(self.buf.get(self.start..self.end).unwrap_or_default());
         let offset = self.base.wrapping_add(self.start as u64);
-        let end = chunk.buf.len();
+        // The bytes past `end` are stale (the window reads over them when it reads itself).
+        let end = chunk.end.min(chunk.buf.len());
         let old = std::mem::replace(&mut self.buf, Arc::new(Buffer::Filled(chunk.buf)));
         self.base = offset.wrapping_sub(at as u64);
         self.start = at;
@@ -601,50 +602,100 @@ mod tests {
         assert_eq!(&w.bytes()[..10], &d[124..134]);
     }
 
-    #[test]
-    fn chunks_taken_over_keep_every_byte_and_offset() {
-        // Several chunks from a thread, read as "records" of uneven lengths that straddle
-        // the chunks' ends, some longer than the headroom (copied instead), shared now and
-        // then (a shared buffer must not change) in the first run.
-        let d: Vec<u8> = (0..(3 * (1 << 20) + 777_777) as u64)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
-            .collect();
-        for (fill, share) in [(true, true), (false, false)] {
-            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill, 5).unwrap();
-            let mut w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
-            let mut held: Vec<(Arc<Buffer>, Vec<u8>)> = Vec::new();
-            let mut off = 0;
-            let mut k = 0u64;
-            loop {
-                k += 1;
-                let len = match k % 50 {
-                    0 => input::HEADROOM + 1000,
-                    i => (i * i * 37 + 1) as usize,
-                };
-                let len = len.min(d.len() - off);
-                if len == 0 {
-                    break;
-                }
-                assert!(w.fill(len).unwrap(), "at {off}");
-                assert_eq!(w.offset(), off as u64);
-                assert!(w.bytes()[..len] == d[off..off + len], "bytes at {off}");
-                if share && k.is_multiple_of(7) {
-                    let buf = w.share();
-                    held.push((Arc::clone(&buf), buf.to_vec()));
-                    if held.len() > 3 {
-                        held.remove(0);
-                    }
-                }
-                w.consume(len);
-                off += len;
-                for (buf, copy) in &held {
-                    assert!(buf[..] == copy[..], "a shared buffer changed");
+    /// Reads `d` (its first 5 bytes already read) through `w` as "records" of uneven
+    /// lengths that straddle the chunks' ends, some longer than the headroom (copied
+    /// instead), sharing the buffer now and then with `share` (a shared buffer must not
+    /// change): every byte comes at its offset.
+    fn read_records(mut w: Window, d: &[u8], share: bool) -> Window {
+        let mut held: Vec<(Arc<Buffer>, Vec<u8>)> = Vec::new();
+        let mut off = 0;
+        let mut k = 0u64;
+        loop {
+            k += 1;
+            let len = match k % 50 {
+                0 => input::HEADROOM + 1000,
+                i => (i * i * 37 + 1) as usize,
+            };
+            let len = len.min(d.len() - off);
+            if len == 0 {
+                break;
+            }
+            assert!(w.fill(len).unwrap(), "at {off}");
+            assert_eq!(w.offset(), off as u64);
+            assert!(w.bytes()[..len] == d[off..off + len], "bytes at {off}");
+            if share && k.is_multiple_of(7) {
+                let buf = w.share();
+                held.push((Arc::clone(&buf), buf.to_vec()));
+                if held.len() > 3 {
+                    held.remove(0);
                 }
             }
-            assert!(!w.fill(1).unwrap());
-            assert_eq!(w.received(), d.len() as u64);
+            w.consume(len);
+            off += len;
+            for (buf, copy) in &held {
+                assert!(buf[..] == copy[..], "a shared buffer changed");
+            }
+        }
+        assert!(!w.fill(1).unwrap());
+        assert_eq!(w.received(), d.len() as u64);
+        w
+    }
+
+    fn records(n: usize) -> Vec<u8> {
+        (0..n as u64)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn chunks_taken_over_keep_every_byte_and_offset() {
+        // Several chunks from a thread, in the first run shared now and then.
+        let d = records(3 * (1 << 20) + 777_777);
+        for (fill, share) in [(true, true), (false, false)] {
+            let source = input::Threaded::spawn(Cursor::new(d[5..].to_vec()), 1, fill, 5).unwrap();
+            let w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
+            let w = read_records(w, &d, share);
             // Chunks were taken over (unshared, only that moves the window to another buffer).
             assert!(w.generation() >= 3, "generation {}", w.generation());
+        }
+    }
+
+    /// Reads of uneven sizes, as from a pipe: 64 KiB, whole MiBs, a few bytes.
+    struct Uneven {
+        data: Vec<u8>,
+        pos: usize,
+        k: usize,
+    }
+
+    impl Read for Uneven {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            const STEPS: [usize; 6] = [65_536, 1 << 20, 300_000, 7, 200_000, 1 << 20];
+            self.k += 1;
+            let n = STEPS[self.k % STEPS.len()]
+                .min(buf.len())
+                .min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn recycled_chunks_of_any_length_carry_only_their_bytes() {
+        // Chunks as the reads come (short ones copied, long ones taken over), their buffers
+        // recycled with the bytes of longer chunks still past their end: none of those
+        // stale bytes may show, shared or not.
+        let d = records(9 * (1 << 20) + 12_345);
+        for share in [false, true] {
+            let uneven = Uneven {
+                data: d[5..].to_vec(),
+                pos: 0,
+                k: 0,
+            };
+            let source = input::Threaded::spawn(uneven, 1, false, 5).unwrap();
+            let w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
+            let w = read_records(w, &d, share);
+            assert!(w.generation() >= 2, "generation {}", w.generation());
         }
     }
 }
