@@ -235,9 +235,13 @@ impl Threaded {
             loop {
                 // Recycled buffers hold `CHUNK_CAP` (`give_back`): within it, the buffer does
                 // not move once its data is placed.
-                // Zeroed once (calloc: fresh pages come zeroed, no memset), then never again:
-                // a recycled buffer keeps its length, whatever its last chunk held.
-                let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![0; CHUNK_CAP]);
+                // Zeroed once, when made (all its pages then count in the peak RSS from the
+                // start, whatever share of them the first reads fill: the memory measured on
+                // a short capture is that of a long one), never again after: a recycled
+                // buffer keeps its length, whatever its last chunk held.
+                let mut buf = recycled
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK_CAP));
                 let start = data_start(&buf, offset);
                 let limit = start + CHUNK_LEN;
                 if buf.len() < limit {
