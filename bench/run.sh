@@ -138,19 +138,21 @@ done
 # vary by up to 2x between runs of one binary; these counts by a thousandth). Counted by
 # valgrind (cachegrind, its cache model off) in user space only: the kernel's copies and
 # page faults are not in them. Each is the count on a capture of 2N packets less the count
-# on one of N of the same kind, divided by N, so that start-up cancels out.
+# on one of N of the same kind, divided by N, so that start-up cancels out. On one core
+# (taskset): the file is then read mapped, with no reading thread, whose count would follow
+# how far it got ahead (each buffer it makes is zeroed once, which valgrind counts per byte).
 ipp_n=${BENCH_IPP_PACKETS:-$([ $quick = 1 ] && echo 20000 || echo 100000)}
 if command -v valgrind > /dev/null; then
   {
     echo
-    echo "## instructions per packet (user space, counted by valgrind; $ipp_n and $((2 * ipp_n)) packets, 1 thread)"
+    echo "## instructions per packet (user space, counted by valgrind; $ipp_n and $((2 * ipp_n)) packets, on one core)"
     echo
     echo "| capture | record walk | events | flows | diagnose | srt |"
     echo "|---|---|---|---|---|---|"
   } | tee -a "$out"
   # irefs CMD...: instructions the command executes (all its threads, user space).
   irefs() {
-    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$@" \
+    taskset -c 0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$@" \
       2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }'
   }
   ipp_line=""
@@ -181,7 +183,7 @@ if command -v valgrind > /dev/null; then
   done
   rm -f "$dir/ipp1.pcap" "$dir/ipp2.pcap"
   summary="$summary
-- instructions per packet (user space, 1 thread):${ipp_line#;}"
+- instructions per packet (user space, on one core):${ipp_line#;}"
 else
   echo "(valgrind not installed: no instruction counts)" | tee -a "$out"
 fi
