@@ -150,10 +150,11 @@ if command -v valgrind > /dev/null; then
     echo "| capture | record walk | events | flows | diagnose | srt |"
     echo "|---|---|---|---|---|---|"
   } | tee -a "$out"
-  # irefs CMD...: instructions the command executes (all its threads, user space).
+  # irefs CMD...: instructions the command executes (all its threads, user space); nothing
+  # if valgrind could not count them (the cell then shows "-": no count is no reason to stop).
   irefs() {
     taskset -c 0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$@" \
-      2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }'
+      2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }' || true
   }
   ipp_line=""
   for cap in bulk1500 many storage; do
@@ -167,6 +168,7 @@ if command -v valgrind > /dev/null; then
     row="| $cap"
     cells=""
     for tool in walk events flows diagnose srt; do
+      ir=()
       for k in 1 2; do
         if [ "$tool" = walk ]; then
           ir[k]=$(irefs "$bin/examples/capdump" --walk "$dir/ipp$k.pcap")
@@ -174,7 +176,8 @@ if command -v valgrind > /dev/null; then
           ir[k]=$(irefs "$bin/tcpdx" "$tool" --threads 1 "$dir/ipp$k.pcap")
         fi
       done
-      per=$(((ir[2] - ir[1]) / ipp_n))
+      per=-
+      if [ -n "${ir[1]:-}" ] && [ -n "${ir[2]:-}" ]; then per=$(((ir[2] - ir[1]) / ipp_n)); fi
       row="$row | $per"
       cells="$cells, $tool $per"
     done
