@@ -18,26 +18,6 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Every IPv4 octet as up to three digits followed by a dot, and the digit count.
-const OCTETS: [([u8; 4], u8); 256] = octet_table();
-
-const fn octet_table() -> [([u8; 4], u8); 256] {
-    let mut t = [([0u8; 4], 0u8); 256];
-    let mut n = 0;
-    while n < 256 {
-        let (h, te, o) = ((n / 100) as u8, (n / 10 % 10) as u8, (n % 10) as u8);
-        t[n] = if n >= 100 {
-            ([b'0' + h, b'0' + te, b'0' + o, b'.'], 3)
-        } else if n >= 10 {
-            ([b'0' + te, b'0' + o, b'.', 0], 2)
-        } else {
-            ([b'0' + o, b'.', 0, 0], 1)
-        };
-        n += 1;
-    }
-    t
-}
-
 /// A line (or a batch of lines) being built; `as_bytes` is what was written since `clear`.
 pub struct Line {
     buf: Vec<u8>,
@@ -182,22 +162,7 @@ impl Line {
     }
 }
 
-/// Writes the text of `a` at the start of `out` (15 bytes at most; 16 are written, the
-/// last octet's dot is dropped past the text) and returns its length. No allocation: for
-/// [`Line::ipv4`] and tables of formatted addresses.
-pub(crate) fn ipv4_text(a: std::net::Ipv4Addr, out: &mut [u8]) -> usize {
-    let mut at = 0;
-    for o in a.octets() {
-        let (text, n) = OCTETS[usize::from(o)];
-        // Each octet's dot is overwritten by the next octet; at most 3 x 4 bytes come
-        // before the last one, so 16 bytes of `out` suffice.
-        if let Some(dst) = out.get_mut(at..at + 4) {
-            dst.copy_from_slice(&text);
-        }
-        at += usize::from(n) + 1;
-    }
-    at - 1
-}
+pub(crate) use tcpdx_core::flow::ipv4_text;
 
 /// Bytes one [`Row`] may take. A power of two: positions are masked into the window, so a
 /// write needs no bounds check and can never panic.
@@ -353,14 +318,9 @@ impl Row<'_> {
     /// Appends an IPv4 address.
     #[inline]
     pub fn ipv4(&mut self, a: std::net::Ipv4Addr) {
-        for (k, o) in a.octets().into_iter().enumerate() {
-            let (text, n) = OCTETS[usize::from(o)];
-            for (j, &b) in text.iter().enumerate() {
-                self.w[(self.pos + j) & MASK] = b;
-            }
-            // The dot is overwritten by the next octet; the last one's is not counted.
-            self.pos += usize::from(n) + usize::from(k < 3);
-        }
+        let mut text = [0u8; 16];
+        let n = ipv4_text(a, &mut text);
+        self.bytes16(&text, n);
     }
 }
 
@@ -449,22 +409,6 @@ mod tests {
         let mut l = Line::default();
         f(&mut l);
         String::from_utf8(l.as_bytes().to_vec()).unwrap()
-    }
-
-    #[test]
-    fn ipv4_text_like_display() {
-        for a in [
-            [0, 0, 0, 0],
-            [255, 255, 255, 255],
-            [10, 1, 2, 3],
-            [192, 168, 100, 9],
-            [1, 22, 255, 0],
-        ] {
-            let a = std::net::Ipv4Addr::from(a);
-            let mut out = [0xAA; 16];
-            let n = ipv4_text(a, &mut out);
-            assert_eq!(&out[..n], a.to_string().as_bytes());
-        }
     }
 
     #[test]

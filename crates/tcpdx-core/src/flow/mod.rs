@@ -4,11 +4,13 @@ mod evicted;
 mod key;
 mod lru;
 mod table;
+mod text;
 
 pub use evicted::{Evicted, EvictedFlows};
 pub use key::{Dir, Endpoint, FlowKey};
 pub use lru::Lru;
 pub use table::{FlowTable, Lookup};
+pub use text::ipv4_text;
 
 use std::fmt;
 

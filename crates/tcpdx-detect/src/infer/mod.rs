@@ -316,11 +316,8 @@ impl ConnTracker {
     }
 }
 
-fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
-    match ip {
-        std::net::IpAddr::V4(v4) => format!("{v4}:{port}"),
-        std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
-    }
+fn endpoint(addr: std::net::IpAddr, port: u16) -> String {
+    tcpdx_core::Endpoint { addr, port }.text()
 }
 
 /// Growth factor per round at or above which a round is slow start (RFC 5681 section 3.1:
