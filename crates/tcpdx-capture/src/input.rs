@@ -174,6 +174,7 @@ fn data_start(buf: &[u8], offset: u64) -> usize {
 
 /// A chunk read ahead: its bytes from `start` to `end`, after at least [`HEADROOM`] free
 /// bytes.
+#[derive(Default)]
 pub(crate) struct Chunk {
     /// The buffer. Bytes past `end` are stale: the buffer keeps its length, so that a
     /// recycled one is not zeroed again before each read (a pipe gives 64 KiB a read: the
@@ -199,10 +200,9 @@ pub(crate) struct Threaded {
     /// Chunks read to the end go back to the thread: a fresh 1 MiB buffer per chunk cost
     /// 256 page faults and its zeroing each time (a tenth of a zstd run on bulk captures).
     spent: std::sync::mpsc::SyncSender<Vec<u8>>,
-    /// The chunk [`Read::read`] copies from, from `pos` to `end`.
-    chunk: Vec<u8>,
+    /// The chunk [`Read::read`] copies from, from `pos` to its end.
+    chunk: Chunk,
     pos: usize,
-    end: usize,
     /// An error met by [`Threaded::take_chunk`], for the next read to return.
     failed: Option<io::Error>,
     done: bool,
@@ -234,11 +234,10 @@ impl Threaded {
         thread.spawn(move || {
             loop {
                 // Recycled buffers hold `CHUNK_CAP` (`give_back`): within it, the buffer does
-                // not move once its data is placed.
-                // Zeroed once, when made (all its pages then count in the peak RSS from the
-                // start, whatever share of them the first reads fill: the memory measured on
-                // a short capture is that of a long one), never again after: a recycled
-                // buffer keeps its length, whatever its last chunk held.
+                // not move once its data is placed. Zeroed once, when made (all its pages
+                // then count in the peak RSS from the start, whatever share of them the first
+                // reads fill: the memory measured on a short capture is that of a long one),
+                // never again: a recycled buffer keeps its length, whatever its last chunk held.
                 let mut buf = recycled
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(CHUNK_CAP));
@@ -289,9 +288,8 @@ impl Threaded {
         Ok(Threaded {
             rx,
             spent,
-            chunk: Vec::new(),
+            chunk: Chunk::default(),
             pos: 0,
-            end: 0,
             failed: None,
             done: false,
         })
@@ -301,7 +299,7 @@ impl Threaded {
     /// enough to be worth taking over (give its buffer back with [`Threaded::give_back`]).
     /// `None` leaves the bytes to [`Read::read`].
     pub(crate) fn take_chunk(&mut self) -> Option<Chunk> {
-        if self.pos < self.end || self.done || self.failed.is_some() {
+        if self.pos < self.chunk.end || self.done || self.failed.is_some() {
             return None;
         }
         let chunk = self.receive()?;
@@ -310,8 +308,8 @@ impl Threaded {
             return None;
         }
         let spent = std::mem::take(&mut self.chunk);
-        self.give_back(spent);
-        (self.pos, self.end) = (0, 0);
+        self.give_back(spent.buf);
+        self.pos = 0;
         Some(chunk)
     }
 
@@ -341,16 +339,15 @@ impl Threaded {
 
     /// Makes `chunk` the one [`Read::read`] copies from.
     pub(crate) fn start_on(&mut self, chunk: Chunk) {
-        let spent = std::mem::replace(&mut self.chunk, chunk.buf);
-        self.give_back(spent);
-        self.end = chunk.end.min(self.chunk.len());
-        self.pos = chunk.start.min(self.end);
+        let spent = std::mem::replace(&mut self.chunk, chunk);
+        self.give_back(spent.buf);
+        self.pos = self.chunk.start.min(self.chunk.end);
     }
 }
 
 impl Read for Threaded {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.end {
+        while self.pos == self.chunk.end {
             if let Some(e) = self.failed.take() {
                 self.done = true;
                 return Err(e);
@@ -362,7 +359,11 @@ impl Read for Threaded {
                 self.start_on(chunk);
             }
         }
-        let rest = self.chunk.get(self.pos..self.end).unwrap_or_default();
+        let rest = self
+            .chunk
+            .buf
+            .get(self.pos..self.chunk.end)
+            .unwrap_or_default();
         let n = out.len().min(rest.len());
         if let (Some(dst), Some(src)) = (out.get_mut(..n), rest.get(..n)) {
             dst.copy_from_slice(src);

@@ -431,16 +431,30 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
-    /// A reader that returns at most `step` bytes per call.
+    /// A reader that returns at most `steps[i]` bytes on its i-th call (cycling).
     struct Trickle {
         data: Vec<u8>,
         pos: usize,
-        step: usize,
+        steps: &'static [usize],
+        reads: usize,
+    }
+
+    impl Trickle {
+        fn new(data: Vec<u8>, steps: &'static [usize]) -> Self {
+            Self {
+                data,
+                pos: 0,
+                steps,
+                reads: 0,
+            }
+        }
     }
 
     impl Read for Trickle {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.step.min(buf.len()).min(self.data.len() - self.pos);
+            let step = self.steps[self.reads % self.steps.len()];
+            self.reads += 1;
+            let n = step.min(buf.len()).min(self.data.len() - self.pos);
             buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
             self.pos += n;
             Ok(n)
@@ -454,15 +468,7 @@ mod tests {
     #[test]
     fn fill_consume_offsets() {
         let d = data(1000);
-        let mut w = Window::new(
-            Box::new(Trickle {
-                data: d[3..].to_vec(),
-                pos: 0,
-                step: 7,
-            }),
-            64,
-            &d[..3],
-        );
+        let mut w = Window::new(Box::new(Trickle::new(d[3..].to_vec(), &[7])), 64, &d[..3]);
         let mut off = 0;
         for chunk in [1, 10, 64, 100, 3, 500] {
             assert!(w.fill(chunk).unwrap());
@@ -490,15 +496,7 @@ mod tests {
     #[test]
     fn skip_across_reads() {
         let d = data(5000);
-        let mut w = Window::new(
-            Box::new(Trickle {
-                data: d.clone(),
-                pos: 0,
-                step: 100,
-            }),
-            64,
-            &[],
-        );
+        let mut w = Window::new(Box::new(Trickle::new(d.clone(), &[100])), 64, &[]);
         assert!(w.fill(10).unwrap());
         w.consume(5);
         assert_eq!(w.skip(3000).unwrap(), 3000);
@@ -514,15 +512,7 @@ mod tests {
     fn shared_buffers_are_never_written() {
         // 64-byte buffer, 7 bytes per read: many moves between buffers.
         let d = data(3000);
-        let mut w = Window::new(
-            Box::new(Trickle {
-                data: d.clone(),
-                pos: 0,
-                step: 7,
-            }),
-            64,
-            &[],
-        );
+        let mut w = Window::new(Box::new(Trickle::new(d.clone(), &[7])), 64, &[]);
         // (the shared buffer, a copy of it when handed out, where the frame starts)
         let mut held: Vec<(Arc<Buffer>, Vec<u8>, usize)> = Vec::new();
         let mut off = 0;
@@ -551,15 +541,7 @@ mod tests {
     #[test]
     fn unshared_buffer_is_compacted_in_place() {
         let d = data(1000);
-        let mut w = Window::new(
-            Box::new(Trickle {
-                data: d.clone(),
-                pos: 0,
-                step: 50,
-            }),
-            64,
-            &[],
-        );
+        let mut w = Window::new(Box::new(Trickle::new(d.clone(), &[50])), 64, &[]);
         let mut off = 0;
         while w.fill(10).unwrap() {
             assert_eq!(&w.bytes()[..10], &d[off..off + 10]);
@@ -574,15 +556,7 @@ mod tests {
     #[test]
     fn a_spare_is_reused_once_released() {
         let d = data(400);
-        let mut w = Window::new(
-            Box::new(Trickle {
-                data: d.clone(),
-                pos: 0,
-                step: 64,
-            }),
-            64,
-            &[],
-        );
+        let mut w = Window::new(Box::new(Trickle::new(d.clone(), &[64])), 64, &[]);
         assert!(w.fill(60).unwrap());
         let first = w.share();
         w.consume(60);
@@ -660,26 +634,6 @@ mod tests {
         }
     }
 
-    /// Reads of uneven sizes, as from a pipe: 64 KiB, whole MiBs, a few bytes.
-    struct Uneven {
-        data: Vec<u8>,
-        pos: usize,
-        k: usize,
-    }
-
-    impl Read for Uneven {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            const STEPS: [usize; 6] = [65_536, 1 << 20, 300_000, 7, 200_000, 1 << 20];
-            self.k += 1;
-            let n = STEPS[self.k % STEPS.len()]
-                .min(buf.len())
-                .min(self.data.len() - self.pos);
-            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-            self.pos += n;
-            Ok(n)
-        }
-    }
-
     #[test]
     fn recycled_chunks_of_any_length_carry_only_their_bytes() {
         // Chunks as the reads come (short ones copied, long ones taken over), their buffers
@@ -687,11 +641,11 @@ mod tests {
         // stale bytes may show, shared or not.
         let d = records(9 * (1 << 20) + 12_345);
         for share in [false, true] {
-            let uneven = Uneven {
-                data: d[5..].to_vec(),
-                pos: 0,
-                k: 0,
-            };
+            // Reads of uneven sizes, as from a pipe: 64 KiB, whole MiBs, a few bytes.
+            let uneven = Trickle::new(
+                d[5..].to_vec(),
+                &[1 << 20, 300_000, 7, 200_000, 1 << 20, 65_536],
+            );
             let source = input::Threaded::spawn(uneven, 1, false, 5).unwrap();
             let w = Window::over(Source::Ahead(source), DEFAULT_CAPACITY, &d[..5]);
             let w = read_records(w, &d, share);

@@ -223,6 +223,7 @@ impl ConnTracker {
             self.stream = a.stream.0;
             self.first_ts = ts;
             self.capture_start = ts - a.rel_time_ns;
+            let endpoint = |addr, port| tcpdx_core::Endpoint { addr, port }.text();
             let (src, dst) = (endpoint(a.src, a.sport), endpoint(a.dst, a.dport));
             self.endpoints = match a.dir {
                 Dir::ClientToServer => [src, dst],
@@ -314,10 +315,6 @@ impl ConnTracker {
     pub fn lifetime(&self) -> i64 {
         (self.last_ts - self.first_ts).max(0)
     }
-}
-
-fn endpoint(addr: std::net::IpAddr, port: u16) -> String {
-    tcpdx_core::Endpoint { addr, port }.text()
 }
 
 /// Growth factor per round at or above which a round is slow start (RFC 5681 section 3.1:
