@@ -22,7 +22,9 @@
 # on the storage mix tshark -q -z rpc,srt,100003,3, what `tcpdx srt` reports), tcptrace -n,
 # gzip -dc, zstd -dc. Then the peak RSS of flows, diagnose and srt at two capture
 # sizes (1M and 20M packets; --quick: 100k and 1M; BENCH_RSS_PACKETS sets the larger), each
-# the highest of as many runs as the timings take the fastest of.
+# the highest of as many runs as the timings take the fastest of. Last, the profile-guided
+# build (scripts/pgo-build.sh) against the plain one, interleaved, and against the floor and
+# zstd -dc (BENCH_PGO=0 leaves it out; it takes about two more release builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -34,6 +36,11 @@ loops=${BENCH_LOOPS:-$([ $quick = 1 ] && echo 1 || echo 3)}
 cargo build --release -q -p tcpdx-cli -p tcpdx-testkit --bins
 cargo build --release -q -p tcpdx-capture --example capdump
 bin=$target/release
+# The profile-guided build: built first, so that the instruction counts can include it.
+pgo=""
+if [ "${BENCH_PGO:-1}" != 0 ]; then
+  pgo=$(scripts/pgo-build.sh)
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out=$dir/results.md
@@ -157,6 +164,7 @@ if command -v valgrind > /dev/null; then
       2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }' || true
   }
   ipp_line=""
+  ipp_pgo=""
   for cap in bulk1500 many storage; do
     for k in 1 2; do
       case $cap in
@@ -183,10 +191,30 @@ if command -v valgrind > /dev/null; then
     done
     echo "$row |" | tee -a "$out"
     ipp_line="$ipp_line; $cap:${cells#,}"
+    if [ -n "$pgo" ]; then
+      # The same tcpdx commands of the profile-guided build (the walk is not tcpdx: same).
+      walk=${row#| $cap | }
+      row="| $cap, profile-guided build | ${walk%% *}"
+      cells=""
+      for tool in events flows diagnose srt; do
+        ir=()
+        for k in 1 2; do ir[k]=$(irefs "$pgo" "$tool" --threads 1 "$dir/ipp$k.pcap"); done
+        per=-
+        if [ -n "${ir[1]:-}" ] && [ -n "${ir[2]:-}" ]; then per=$(((ir[2] - ir[1]) / ipp_n)); fi
+        row="$row | $per"
+        cells="$cells, $tool $per"
+      done
+      echo "$row |" | tee -a "$out"
+      ipp_pgo="$ipp_pgo; $cap:${cells#,}"
+    fi
   done
   rm -f "$dir/ipp1.pcap" "$dir/ipp2.pcap"
   summary="$summary
 - instructions per packet (user space, on one core):${ipp_line#;}"
+  if [ -n "$pgo" ]; then
+    summary="$summary
+- instructions per packet of the profile-guided build:${ipp_pgo#;}"
+  fi
 else
   echo "(valgrind not installed: no instruction counts)" | tee -a "$out"
 fi
@@ -257,6 +285,64 @@ for cap in bulk1500 bulk9000; do
   summary="$summary
 - compressed $cap: tcpdx flows on .gz runs at $(ratio "$w_gz" "$w_fgz")x the speed of gzip -dc; on .zst at $(ratio "$w_zs" "$w_fzs")x the speed of zstd -dc"
 done
+# The profile-guided build against the plain one: each round runs every command once, in
+# turn, so both builds (and the floor and zstd -dc they are compared with) see the same
+# load; the fastest and the median of $pairs rounds.
+if [ -n "$pgo" ]; then
+  {
+    echo
+    echo "## profile-guided build (scripts/pgo-build.sh) against the plain release build, interleaved ($pairs rounds)"
+    echo
+    echo "| run | plain build: fastest / median s | profile-guided: fastest / median s | speed-up (fastest / medians) |"
+    echo "|---|---|---|---|"
+  } | tee -a "$out"
+  b=$dir/bulk1500.pcap
+  runs=("walk|$bin/examples/capdump --walk $b"
+    "zstd|zstd -dc $b.zst"
+    "events|TCPDX events --threads 1 $b"
+    "flows|TCPDX flows --threads 1 $b"
+    "diagnose|TCPDX diagnose --threads 1 $b"
+    "srt|TCPDX srt --threads 1 $dir/storage.pcap"
+    "flows-zstd|TCPDX flows $b.zst")
+  for ((i = 0; i < pairs; i++)); do
+    for r in "${runs[@]}"; do
+      name=${r%%|*}
+      cmd=${r#*|}
+      if [[ $cmd == TCPDX* ]]; then
+        # shellcheck disable=SC2086 # a command line of paths without spaces
+        wall_of "$bin/tcpdx" ${cmd#TCPDX } >> "$dir/pgo-plain-$name"
+        # shellcheck disable=SC2086
+        wall_of "$pgo" ${cmd#TCPDX } >> "$dir/pgo-opt-$name"
+      else
+        # shellcheck disable=SC2086
+        wall_of $cmd >> "$dir/pgo-plain-$name"
+      fi
+    done
+  done
+  read -r walk_min walk_med <<< "$(stat_of "$dir/pgo-plain-walk")"
+  read -r zstd_min zstd_med <<< "$(stat_of "$dir/pgo-plain-zstd")"
+  printf "| record walk, bulk1500 | %.3f / %.3f | | |\n" "$walk_min" "$walk_med" | tee -a "$out"
+  printf "| zstd -dc, bulk1500 | %.3f / %.3f | | |\n" "$zstd_min" "$zstd_med" | tee -a "$out"
+  declare -A pmin pmed
+  pgo_line=""
+  for name in events flows diagnose srt flows-zstd; do
+    read -r min1 med1 <<< "$(stat_of "$dir/pgo-plain-$name")"
+    read -r min2 med2 <<< "$(stat_of "$dir/pgo-opt-$name")"
+    pmin[$name]=$min2 pmed[$name]=$med2
+    label="tcpdx $name --threads 1, bulk1500"
+    [ "$name" = srt ] && label="tcpdx srt --threads 1, storage"
+    [ "$name" = flows-zstd ] && label="tcpdx flows, bulk1500.pcap.zst"
+    printf "| %s | %.3f / %.3f | %.3f / %.3f | %sx / %sx |\n" "$label" "$min1" "$med1" "$min2" "$med2" \
+      "$(ratio "$min1" "$min2")" "$(ratio "$med1" "$med2")" | tee -a "$out"
+    pgo_line="$pgo_line, $name $(ratio "$min1" "$min2")x/$(ratio "$med1" "$med2")x"
+  done
+  summary="$summary
+- profile-guided build vs plain (fastest/medians, interleaved):${pgo_line#,}
+- profile-guided build, bulk1500: speed vs the record walk (fastest/medians): events(1 thread) $(ratio "$walk_min" "${pmin[events]}")x/$(ratio "$walk_med" "${pmed[events]}")x, diagnose(1 thread) $(ratio "$walk_min" "${pmin[diagnose]}")x/$(ratio "$walk_med" "${pmed[diagnose]}")x; flows on .zst at $(ratio "$zstd_min" "${pmin[flows-zstd]}")x/$(ratio "$zstd_med" "${pmed[flows-zstd]}")x the speed of zstd -dc"
+else
+  echo "(BENCH_PGO=0: no profile-guided build)" | tee -a "$out"
+fi
+
 # RSS scaling: peak RSS (of tcpdx alone) on the bulk1500 pattern at two sizes. The captures
 # are streamed from tcpdx-synth through a pipe (`tcpdx-synth N ... | tcpdx CMD -`), so the
 # large one needs no disk. The criterion (issue 6: memory flat in file size) is measured on
