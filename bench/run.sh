@@ -163,6 +163,14 @@ if command -v valgrind > /dev/null; then
     taskset -c 0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$@" \
       2>&1 > /dev/null | awk '/I *refs:/ { gsub(",", "", $NF); print $NF }' || true
   }
+  # per_packet CMD...: instructions per packet of CMD on the two captures (appended to its
+  # arguments), or "-".
+  per_packet() {
+    local a b
+    a=$(irefs "$@" "$dir/ipp1.pcap")
+    b=$(irefs "$@" "$dir/ipp2.pcap")
+    if [ -n "$a" ] && [ -n "$b" ]; then echo $(((b - a) / ipp_n)); else echo -; fi
+  }
   ipp_line=""
   ipp_pgo=""
   for cap in bulk1500 many storage; do
@@ -173,34 +181,22 @@ if command -v valgrind > /dev/null; then
       storage) "$bin/tcpdx-synth" storage $((k * ipp_n)) ;;
       esac > "$dir/ipp$k.pcap"
     done
-    row="| $cap"
-    cells=""
-    for tool in walk events flows diagnose srt; do
-      ir=()
-      for k in 1 2; do
-        if [ "$tool" = walk ]; then
-          ir[k]=$(irefs "$bin/examples/capdump" --walk "$dir/ipp$k.pcap")
-        else
-          ir[k]=$(irefs "$bin/tcpdx" "$tool" --threads 1 "$dir/ipp$k.pcap")
-        fi
-      done
-      per=-
-      if [ -n "${ir[1]:-}" ] && [ -n "${ir[2]:-}" ]; then per=$(((ir[2] - ir[1]) / ipp_n)); fi
+    walk=$(per_packet "$bin/examples/capdump" --walk)
+    row="| $cap | $walk"
+    cells=", walk $walk"
+    for tool in events flows diagnose srt; do
+      per=$(per_packet "$bin/tcpdx" "$tool" --threads 1)
       row="$row | $per"
       cells="$cells, $tool $per"
     done
     echo "$row |" | tee -a "$out"
     ipp_line="$ipp_line; $cap:${cells#,}"
     if [ -n "$pgo" ]; then
-      # The same tcpdx commands of the profile-guided build (the walk is not tcpdx: same).
-      walk=${row#| $cap | }
-      row="| $cap, profile-guided build | ${walk%% *}"
+      # The same tcpdx commands of the profile-guided build (the walk is not tcpdx's: same).
+      row="| $cap, profile-guided build | $walk"
       cells=""
       for tool in events flows diagnose srt; do
-        ir=()
-        for k in 1 2; do ir[k]=$(irefs "$pgo" "$tool" --threads 1 "$dir/ipp$k.pcap"); done
-        per=-
-        if [ -n "${ir[1]:-}" ] && [ -n "${ir[2]:-}" ]; then per=$(((ir[2] - ir[1]) / ipp_n)); fi
+        per=$(per_packet "$pgo" "$tool" --threads 1)
         row="$row | $per"
         cells="$cells, $tool $per"
       done
