@@ -182,27 +182,26 @@ if command -v valgrind > /dev/null; then
       esac > "$dir/ipp$k.pcap"
     done
     walk=$(per_packet "$bin/examples/capdump" --walk)
-    row="| $cap | $walk"
-    cells=", walk $walk"
-    for tool in events flows diagnose srt; do
-      per=$(per_packet "$bin/tcpdx" "$tool" --threads 1)
-      row="$row | $per"
-      cells="$cells, $tool $per"
-    done
-    echo "$row |" | tee -a "$out"
-    ipp_line="$ipp_line; $cap:${cells#,}"
-    if [ -n "$pgo" ]; then
-      # The same tcpdx commands of the profile-guided build (the walk is not tcpdx's: same).
-      row="| $cap, profile-guided build | $walk"
+    # The plain build, then the profile-guided one (the walk is not tcpdx's: the same).
+    builds=("$bin/tcpdx")
+    if [ -n "$pgo" ]; then builds+=("$pgo"); fi
+    for b in "${builds[@]}"; do
+      label=$cap
+      if [ "$b" = "$pgo" ]; then label="$cap, profile-guided build"; fi
+      row="| $label | $walk"
       cells=""
       for tool in events flows diagnose srt; do
-        per=$(per_packet "$pgo" "$tool" --threads 1)
+        per=$(per_packet "$b" "$tool" --threads 1)
         row="$row | $per"
         cells="$cells, $tool $per"
       done
       echo "$row |" | tee -a "$out"
-      ipp_pgo="$ipp_pgo; $cap:${cells#,}"
-    fi
+      if [ "$b" = "$pgo" ]; then
+        ipp_pgo="$ipp_pgo; $cap:${cells#,}"
+      else
+        ipp_line="$ipp_line; $cap: walk $walk$cells"
+      fi
+    done
   done
   rm -f "$dir/ipp1.pcap" "$dir/ipp2.pcap"
   summary="$summary
