@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Profile-guided build of tcpdx: the release binary, optimised with a profile of its own
-# runs. On the benchmark captures it executes 11-20% fewer instructions than the plain
-# release build (`flows` 19%, `events` 14%, `diagnose` 11%; bench/results.md), with the
-# same output.
+# runs. On the benchmark captures it executes 10-20% fewer instructions per packet than the
+# plain release build (`flows` 18-20%, `events` 15-16%, `diagnose` and `srt` 10-12%;
+# bench/results.md), with the same output.
 #
 #   scripts/pgo-build.sh          # prints the binary's path: target/pgo/<host>/release/tcpdx
+#   PGO_PACKETS=N scripts/pgo-build.sh   # training captures of N packets (default 200000)
 #
 # Steps (about twice a release build): an instrumented build; training runs of every
 # per-packet command in each output format (1 and 2 threads; plain, gzip and zstd input) on
@@ -15,6 +16,17 @@
 # Last, each training run is repeated with the optimised binary and its output compared
 # byte for byte with the instrumented one's: a difference stops the script (exit 1).
 set -euo pipefail
+case "${1:-}" in
+"") ;;
+-h | --help)
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+  ;;
+*)
+  echo "usage: $0 (no arguments; --help explains)" >&2
+  exit 2
+  ;;
+esac
 cd "$(dirname "$0")/.."
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 host=$(rustc -vV | sed -n 's/^host: //p')
