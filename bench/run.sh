@@ -292,48 +292,46 @@ if [ -n "$pgo" ]; then
     echo "|---|---|---|---|"
   } | tee -a "$out"
   b=$dir/bulk1500.pcap
-  runs=("walk|$bin/examples/capdump --walk $b"
-    "zstd|zstd -dc $b.zst"
-    "events|TCPDX events --threads 1 $b"
-    "flows|TCPDX flows --threads 1 $b"
-    "diagnose|TCPDX diagnose --threads 1 $b"
-    "srt|TCPDX srt --threads 1 $dir/storage.pcap"
-    "flows-zstd|TCPDX flows $b.zst")
+  # name|label|command (TCPDX: run by both builds).
+  runs=("walk|record walk, bulk1500|$bin/examples/capdump --walk $b"
+    "zstd|zstd -dc, bulk1500|zstd -dc $b.zst"
+    "events|tcpdx events --threads 1, bulk1500|TCPDX events --threads 1 $b"
+    "flows|tcpdx flows --threads 1, bulk1500|TCPDX flows --threads 1 $b"
+    "diagnose|tcpdx diagnose --threads 1, bulk1500|TCPDX diagnose --threads 1 $b"
+    "srt|tcpdx srt --threads 1, storage|TCPDX srt --threads 1 $dir/storage.pcap"
+    "flows-zstd|tcpdx flows, bulk1500.pcap.zst|TCPDX flows $b.zst")
   for ((i = 0; i < pairs; i++)); do
     for r in "${runs[@]}"; do
-      name=${r%%|*}
-      cmd=${r#*|}
+      IFS='|' read -r name _ cmd <<< "$r"
+      # shellcheck disable=SC2086 # command lines of paths without spaces
       if [[ $cmd == TCPDX* ]]; then
-        # shellcheck disable=SC2086 # a command line of paths without spaces
         wall_of "$bin/tcpdx" ${cmd#TCPDX } >> "$dir/pgo-plain-$name"
-        # shellcheck disable=SC2086
         wall_of "$pgo" ${cmd#TCPDX } >> "$dir/pgo-opt-$name"
       else
-        # shellcheck disable=SC2086
         wall_of $cmd >> "$dir/pgo-plain-$name"
       fi
     done
   done
-  read -r walk_min walk_med <<< "$(stat_of "$dir/pgo-plain-walk")"
-  read -r zstd_min zstd_med <<< "$(stat_of "$dir/pgo-plain-zstd")"
-  printf "| record walk, bulk1500 | %.3f / %.3f | | |\n" "$walk_min" "$walk_med" | tee -a "$out"
-  printf "| zstd -dc, bulk1500 | %.3f / %.3f | | |\n" "$zstd_min" "$zstd_med" | tee -a "$out"
-  declare -A pmin pmed
+  # Fastest and median of each run: the profile-guided build's where both builds ran.
+  declare -A fast mid
   pgo_line=""
-  for name in events flows diagnose srt flows-zstd; do
+  for r in "${runs[@]}"; do
+    IFS='|' read -r name label _ <<< "$r"
     read -r min1 med1 <<< "$(stat_of "$dir/pgo-plain-$name")"
-    read -r min2 med2 <<< "$(stat_of "$dir/pgo-opt-$name")"
-    pmin[$name]=$min2 pmed[$name]=$med2
-    label="tcpdx $name --threads 1, bulk1500"
-    [ "$name" = srt ] && label="tcpdx srt --threads 1, storage"
-    [ "$name" = flows-zstd ] && label="tcpdx flows, bulk1500.pcap.zst"
-    printf "| %s | %.3f / %.3f | %.3f / %.3f | %sx / %sx |\n" "$label" "$min1" "$med1" "$min2" "$med2" \
-      "$(ratio "$min1" "$min2")" "$(ratio "$med1" "$med2")" | tee -a "$out"
-    pgo_line="$pgo_line, $name $(ratio "$min1" "$min2")x/$(ratio "$med1" "$med2")x"
+    if [ -f "$dir/pgo-opt-$name" ]; then
+      read -r min2 med2 <<< "$(stat_of "$dir/pgo-opt-$name")"
+      printf "| %s | %.3f / %.3f | %.3f / %.3f | %sx / %sx |\n" "$label" "$min1" "$med1" "$min2" "$med2" \
+        "$(ratio "$min1" "$min2")" "$(ratio "$med1" "$med2")" | tee -a "$out"
+      pgo_line="$pgo_line, $name $(ratio "$min1" "$min2")x/$(ratio "$med1" "$med2")x"
+    else
+      read -r min2 med2 <<< "$min1 $med1"
+      printf "| %s | %.3f / %.3f | | |\n" "$label" "$min1" "$med1" | tee -a "$out"
+    fi
+    fast[$name]=$min2 mid[$name]=$med2
   done
   summary="$summary
 - profile-guided build vs plain (fastest/medians, interleaved):${pgo_line#,}
-- profile-guided build, bulk1500: speed vs the record walk (fastest/medians): events(1 thread) $(ratio "$walk_min" "${pmin[events]}")x/$(ratio "$walk_med" "${pmed[events]}")x, diagnose(1 thread) $(ratio "$walk_min" "${pmin[diagnose]}")x/$(ratio "$walk_med" "${pmed[diagnose]}")x; flows on .zst at $(ratio "$zstd_min" "${pmin[flows-zstd]}")x/$(ratio "$zstd_med" "${pmed[flows-zstd]}")x the speed of zstd -dc"
+- profile-guided build, bulk1500: speed vs the record walk (fastest/medians): events(1 thread) $(ratio "${fast[walk]}" "${fast[events]}")x/$(ratio "${mid[walk]}" "${mid[events]}")x, diagnose(1 thread) $(ratio "${fast[walk]}" "${fast[diagnose]}")x/$(ratio "${mid[walk]}" "${mid[diagnose]}")x; flows on .zst at $(ratio "${fast[zstd]}" "${fast[flows-zstd]}")x/$(ratio "${mid[zstd]}" "${mid[flows-zstd]}")x the speed of zstd -dc"
 else
   echo "(BENCH_PGO=0: no profile-guided build)" | tee -a "$out"
 fi
