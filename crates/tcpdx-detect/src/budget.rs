@@ -6,7 +6,7 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::infer::ConnTracker;
+use crate::infer::{ConnTracker, TimerPauses};
 use tcpdx_core::Dir;
 
 /// Where a connection's time went.
@@ -130,8 +130,8 @@ impl TimeBudget {
     }
 }
 
-/// Paints `c`'s lifetime with its episodes.
-pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
+/// Paints `c`'s lifetime with its episodes (a silence one of `pauses` covers is that timer's).
+pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
     let mut iv: Vec<(i64, i64, State)> = Vec::new();
     for s in &c.senders {
         iv.extend(
@@ -170,7 +170,7 @@ pub fn connection_budget(c: &ConnTracker) -> ConnBudget {
     for g in c
         .gaps
         .iter()
-        .filter(|g| g.idle_ns(rtt) > 0 && !crate::detectors::explained_silence(c, g.start, g.end))
+        .filter(|g| g.idle_ns(rtt) > 0 && !pauses.explain(g.start, g.end))
     {
         // The side that breaks the silence with data was the one everybody waited for.
         let state = match g.last_data_dir {

@@ -352,8 +352,9 @@ impl Diagnoser {
 fn diagnose(c: &mut ConnTracker) -> Diagnosed {
     c.finish();
     c.prepare();
-    let budget = budget::connection_budget(c);
-    let cx = ConnContext::new(c, &budget);
+    let pauses = infer::TimerPauses::of(c);
+    let budget = budget::connection_budget(c, &pauses);
+    let cx = ConnContext::new(c, &budget, &pauses);
     let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
     if findings.iter().all(|f| f.severity == Severity::Info) {
         findings.extend(detectors::path_limited::detect(&cx));

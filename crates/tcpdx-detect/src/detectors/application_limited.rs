@@ -21,7 +21,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .conn
         .gaps
         .iter()
-        .filter(|g| g.idle_ns(cx.rtt) > 0 && !super::explained_silence(cx.conn, g.start, g.end))
+        .filter(|g| g.idle_ns(cx.rtt) > 0 && !cx.pauses.explain(g.start, g.end))
         .collect();
     let mut f = cx.finding(FindingKind::ApplicationLimited, think + idle);
     // Idle time is the workload's shape, not a fault of the transfer machinery: on a

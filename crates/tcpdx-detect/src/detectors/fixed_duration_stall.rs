@@ -36,14 +36,23 @@ fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
     // flight, or a request waiting for its answer.
     // The length test first: it is the cheapest and drops most gaps (no vector is then
     // allocated for a connection without a long one).
-    let mut v: Vec<Stall> = c
+    let mut long = c
         .gaps
         .iter()
         .filter(|g| g.end - g.start >= FIXED_MIN_NS)
-        .filter(|g| !g.setup && !super::explained_silence(c, g.start, g.end))
-        .filter(|g| g.in_flight || g.next_dir != Dir::ClientToServer)
-        .map(|g| (g.start, g.end, g.frame_after, "silence"))
-        .collect();
+        .peekable();
+    // Sized for every gap at once: collected from a filter, the list grew from four, one
+    // reallocation at a time (2% of `diagnose` on many connections with regular silences).
+    let mut v: Vec<Stall> = if long.peek().is_some() {
+        Vec::with_capacity(c.gaps.len())
+    } else {
+        Vec::new()
+    };
+    v.extend(
+        long.filter(|g| !g.setup && !cx.pauses.explain(g.start, g.end))
+            .filter(|g| g.in_flight || g.next_dir != Dir::ClientToServer)
+            .map(|g| (g.start, g.end, g.frame_after, "silence")),
+    );
     for s in &c.senders {
         v.extend(
             s.zero_windows

@@ -23,7 +23,7 @@ use tcpdx_core::Dir;
 
 use crate::budget::{ConnBudget, State};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
-use crate::infer::{CapturePoint, ConnTracker, LossEpisode, SenderState};
+use crate::infer::{CapturePoint, ConnTracker, LossEpisode, SenderState, TimerPauses};
 
 /// A detector: the findings it makes about one connection.
 pub type Detector = fn(&ConnContext<'_>) -> Vec<Finding>;
@@ -64,6 +64,8 @@ pub struct ConnContext<'a> {
     pub conn: &'a ConnTracker,
     /// Its time budget.
     pub budget: &'a ConnBudget,
+    /// Its timer pauses: a silence one covers is that timer finding's.
+    pub pauses: &'a TimerPauses,
     /// Direction carrying most data.
     pub dir: Dir,
     /// Path round trip (ns, 0 unknown).
@@ -77,12 +79,13 @@ pub struct ConnContext<'a> {
 
 impl<'a> ConnContext<'a> {
     /// Builds the context of a finished connection.
-    pub fn new(conn: &'a ConnTracker, budget: &'a ConnBudget) -> Self {
+    pub fn new(conn: &'a ConnTracker, budget: &'a ConnBudget, pauses: &'a TimerPauses) -> Self {
         let dir = conn.main_dir();
         let rtt = conn.path_rtt();
         Self {
             conn,
             budget,
+            pauses,
             dir,
             rtt,
             path_bps: conn.senders[dir.idx()].max_delivery_bps(rtt),
@@ -214,19 +217,6 @@ pub fn in_delack_stall(s: &SenderState, start: i64, end: i64) -> bool {
     let within = |a: i64, b: i64| start >= a && end <= b;
     s.delack.iter().any(|d| within(d.start, d.end))
         || s.nagle.iter().any(|n| within(n.start, n.end))
-}
-
-/// True if the silence `[start, end]` is explained by a specific timer finding of either
-/// sender: a delayed-ACK stall (after recovery or Nagle's) or a retransmission timeout.
-pub fn explained_silence(c: &ConnTracker, start: i64, end: i64) -> bool {
-    // Tolerance for the capture's view of the edges (tcpdx choice: well below any timer).
-    const EDGE_NS: i64 = 1_000_000;
-    let covers = |a: i64, b: i64| start + EDGE_NS >= a && end <= b + EDGE_NS;
-    c.senders.iter().any(|s| {
-        s.delack.iter().any(|d| covers(d.start, d.end))
-            || s.nagle.iter().any(|n| covers(n.start, n.end))
-            || s.rtos.iter().any(|r| covers(r.start, r.end))
-    })
 }
 
 /// Share of a recovery episode's duration counted as lost: during fast recovery the sender

@@ -160,14 +160,18 @@ impl<T: Record> SpillList<T> {
     }
 
     /// Appends `x`, writing out the records in memory first if they fill a blob.
+    #[inline]
     pub fn push(&mut self, x: T) {
-        if !self.plain {
+        // The test inline, the writing out of line: a call per record was 3 M of the 540 M
+        // instructions of `diagnose` on many short connections with frequent silences.
+        if !self.plain && self.tail.len() >= self.per_blob {
             self.write_blob();
         }
         self.tail.push(x);
     }
 
     /// Writes the first records in memory out as a blob if they fill one; true if written.
+    #[inline(never)]
     fn write_blob(&mut self) -> bool {
         let Some(sp) = &self.spill else {
             return false;
@@ -187,6 +191,11 @@ impl<T: Record> SpillList<T> {
         self.blobs.push(at);
         self.tail.drain(..self.per_blob);
         true
+    }
+
+    /// Makes room for `n` more records in memory without writing any out.
+    pub fn reserve(&mut self, n: usize) {
+        self.tail.reserve_exact(n);
     }
 
     /// Records written to the store.
@@ -319,6 +328,10 @@ impl<T: Record> Iterator for Iter<'_, T> {
 }
 
 impl<T: Record> Spilled<'_, T> {
+    // Out of line, so that the walk of a plain list (every walk of a diagnosis) inlines
+    // into its caller: a call per record was 10 M of the 540 M instructions of `diagnose`
+    // on 200k packets of many short connections with a silence every few segments.
+    #[inline(never)]
     fn next(&mut self) -> Option<T> {
         loop {
             if self.pos < self.buf.len() {
