@@ -6,6 +6,9 @@
 #
 #   scripts/compare-outputs.sh OLD_TCPDX NEW_TCPDX [CAPTURE...]
 #
+# COMPARE_COMMANDS replaces the commands compared (separated by ';'), e.g. for a change to
+# the per-packet path: COMPARE_COMMANDS='events --format csv;flows --json;diagnose --json'.
+#
 # A performance change must not change any output: run it with the binary before and after.
 # The old binary's outputs are cached under ${COMPARE_CACHE:-/tmp/tcpdx-compare}, keyed by
 # its checksum, so a second check only runs the new one. Prints the runs compared and every
@@ -40,11 +43,13 @@ run() {
   rm -f "$out.stdout" "$out.stderr"
 }
 
+commands=()
+IFS=';' read -ra commands <<< "${COMPARE_COMMANDS:-diagnose --json;srt --json;srt --transactions}"
 runs=0 diffs=0
 for cap in "${captures[@]}"; do
   key=$(echo "$(realpath "$cap") $(stat -c '%s %Y' "$cap")" | sha256sum | cut -c1-16)
   for threads in 1 2; do
-    for args in "diagnose --json" "srt --json" "srt --transactions"; do
+    for args in "${commands[@]}"; do
       # shellcheck disable=SC2086 # the arguments are split on purpose
       set -- $args --threads "$threads" --no-progress
       ref=$cache/$key.$(echo "$*" | tr ' -' '_.')

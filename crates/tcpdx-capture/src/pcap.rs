@@ -161,7 +161,8 @@ impl PcapFile {
     }
 
     /// Reads the next record header and makes its data available in `w`.
-    #[inline]
+    // Always inlined: once a packet (see `CaptureReader::next_frame`).
+    #[inline(always)]
     pub(crate) fn next(&mut self, w: &mut Window) -> Result<Next, Bad> {
         let offset = w.offset();
         let io_err = |w: &Window, e| Bad::at(w.received(), CaptureErrorKind::Io(e));

@@ -302,7 +302,8 @@ impl Row<'_> {
         }
     }
     /// Appends nanoseconds as seconds with 9 decimals, like tshark's `frame.time_relative`.
-    #[inline]
+    // Always inlined: once an `events` row (see `AddrCache::put_row`).
+    #[inline(always)]
     pub fn secs(&mut self, ns: i64) {
         if ns < 0 {
             self.byte(b'-');
