@@ -43,7 +43,6 @@ run() {
   rm -f "$out.stdout" "$out.stderr"
 }
 
-commands=()
 IFS=';' read -ra commands <<< "${COMPARE_COMMANDS:-diagnose --json;srt --json;srt --transactions}"
 runs=0 diffs=0
 for cap in "${captures[@]}"; do

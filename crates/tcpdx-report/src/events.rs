@@ -83,10 +83,10 @@ impl AddrCache {
     }
 
     /// [`AddrCache::put`] into a [`Row`].
-    // Always inlined, as is `Row::secs`: twice a row, and `#[inline]` left both out of line.
-    #[inline(always)]
     /// By reference: a copy of the 17-byte `IpAddr` was one 16-byte load of the row's
     /// narrow stores, which the CPU cannot forward (a tenth of the row's formatting).
+    // Always inlined, as is `Row::secs`: twice a row, and `#[inline]` left both out of line.
+    #[inline(always)]
     fn put_row(&mut self, row: &mut Row<'_>, a: &IpAddr) {
         match a {
             IpAddr::V4(v4) => self.v4.put(row, *v4),

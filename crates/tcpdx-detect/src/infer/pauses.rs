@@ -10,7 +10,7 @@ pub const EDGE_NS: i64 = 1_000_000;
 /// timeouts, for [`TimerPauses::explain`]. Built once per diagnosis: asking each silence of
 /// a connection with a silence every few segments walked six lists, 244 instructions a
 /// silence and 3% of `diagnose` on many short connections.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub struct TimerPauses {
     /// The pauses' starts, ascending.
     starts: Vec<i64>,
