@@ -2,7 +2,9 @@
 //!
 //! A reader thread reads and decodes frames ([`FrameInput::from_view`]) and routes each to
 //! one of N worker analyzers by a hash of its connection's 4-tuple, in batches. The
-//! caller's thread merges the workers' output back into capture order. Workers number
+//! caller's thread merges the workers' output back into capture order, by frame number
+//! (each worker lists only the frames that brought output, so the merge of a command with
+//! little per-packet output walks little; see [`BatchOut`]). Workers number
 //! streams locally; the merge renumbers them in order of first appearance, which is how a
 //! single analyzer numbers them, and broadcasts the single analyzer's expiry sweeps to every
 //! worker at the same frames, so every output is identical whatever the thread count
@@ -161,18 +163,32 @@ struct RowMeta {
     end: u32,
 }
 
-/// One worker's output for one batch: `ends[i]` is where the items and the rows of its
-/// i-th frame end (a frame's items come before its row).
+/// Where the items and rows of a frame that has some end in a worker's [`BatchOut`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FrameEnd {
+    frame: u64,
+    /// End in [`BatchOut::items`] (a batch holds far fewer than 4 G).
+    items: u32,
+    /// End in [`BatchOut::row_meta`].
+    rows: u32,
+}
+
+/// One worker's output for one batch: `ends` lists, in capture order, the frames that
+/// brought items or a row, and where those end (a frame's items come before its row).
+/// Frames that brought nothing (most, but under `Replay` and `events`) are left out, so
+/// the merge does not walk them: it orders the workers' frames by number instead.
 #[derive(Default)]
 struct BatchOut {
     items: Vec<Out>,
     row_meta: Vec<RowMeta>,
-    ends: Vec<(usize, usize)>,
+    ends: Vec<FrameEnd>,
     rows: Vec<u8>,
 }
 
 enum WorkerMsg {
     Batch(BatchOut),
+    /// Every batch was analysed (the worker waits for the global stream numbers).
+    Drained,
     End {
         flows: Vec<FlowSummary>,
         stats: InputStats,
@@ -333,7 +349,6 @@ fn read_and_route(
     mut reader: CaptureReader,
     workers: Vec<SyncSender<Batch>>,
     recycled: Receiver<Batch>,
-    routes: SyncSender<Vec<u8>>,
     stop: &AtomicBool,
     progress: Option<Progress>,
     routing: Routing,
@@ -349,7 +364,6 @@ fn read_and_route(
         ..Batch::default()
     };
     let mut bufs: Vec<Batch> = (0..n).map(|_| fresh()).collect();
-    let mut route: Vec<u8> = Vec::with_capacity(BATCH);
     let mut stats = InputStats::default();
     let mut first_ts = None;
     let mut error = None;
@@ -360,7 +374,8 @@ fn read_and_route(
     let mut frames = 0u64;
     // Every frame is decoded here, in place (`FrameInput::decode_from`).
     let mut input = FrameInput::EMPTY;
-    let flush = |bufs: &mut Vec<Batch>, route: &mut Vec<u8>| -> bool {
+    // Every worker gets a batch at each flush, empty or not: the merge takes one from each.
+    let flush = |bufs: &mut Vec<Batch>| -> bool {
         for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
             // Reuse the vectors workers hand back: a fresh large one per batch costs page faults.
             let next = recycled.try_recv().unwrap_or_else(|_| fresh());
@@ -368,9 +383,7 @@ fn read_and_route(
                 return false;
             }
         }
-        routes
-            .send(std::mem::replace(route, Vec::with_capacity(BATCH)))
-            .is_ok()
+        true
     };
     loop {
         let frame = match reader.next_frame_at() {
@@ -440,7 +453,6 @@ fn read_and_route(
                     _ => false,
                 };
                 b.work.push(Work::Input(input, at));
-                route.push(w as u8);
                 // A single diagnoser looks for closed connections after every
                 // `CLOSED_SWEEP_EVERY` segments it is fed: every one looks at the same one.
                 if diagnosed {
@@ -482,12 +494,12 @@ fn read_and_route(
             if let Some(p) = &progress {
                 p.update(reader.input_bytes_read(), frames);
             }
-            if !flush(&mut bufs, &mut route) || stop.load(Ordering::Relaxed) {
+            if !flush(&mut bufs) || stop.load(Ordering::Relaxed) {
                 break;
             }
         }
     }
-    flush(&mut bufs, &mut route);
+    flush(&mut bufs);
     if let Some(p) = progress {
         p.finish();
     }
@@ -735,9 +747,16 @@ fn work(
                     if let Some(events) = sink.local.events() {
                         sink.out.items.extend(events.drain(..).map(Out::Storage));
                     }
-                    sink.out
-                        .ends
-                        .push((sink.out.items.len(), sink.out.row_meta.len()));
+                    let out = &mut *sink.out;
+                    // Far below 4 G items or rows a batch (BATCH frames, BATCH_BYTES).
+                    let (items, rows) = (out.items.len() as u32, out.row_meta.len() as u32);
+                    if out.ends.last().map_or((0, 0), |e| (e.items, e.rows)) != (items, rows) {
+                        out.ends.push(FrameEnd {
+                            frame: input.frame().0,
+                            items,
+                            rows,
+                        });
+                    }
                 }
             }
         }
@@ -750,6 +769,9 @@ fn work(
         batch.bufs.clear();
         batch.last_buf = None;
         let _ = ch.recycle.try_send(batch);
+    }
+    if ch.tx.send(WorkerMsg::Drained).is_err() {
+        return;
     }
     // The local diagnoser and tracker read no summaries at the end (a single one would get
     // them from the analyzer, so they would have to be handed over here).
@@ -801,6 +823,37 @@ impl Renumber {
     }
 }
 
+/// How far the merge has come in one worker's [`BatchOut`].
+#[derive(Clone, Copy, Default)]
+struct At {
+    /// Next of its [`BatchOut::ends`].
+    frame: usize,
+    /// Next item.
+    item: usize,
+    /// Next row's meta.
+    meta: usize,
+    /// Next row's first byte.
+    row: usize,
+}
+
+/// The number of a worker's next frame with output, [`u64::MAX`] once it has none.
+fn head(out: &BatchOut, at: &At) -> u64 {
+    out.ends.get(at.frame).map_or(u64::MAX, |e| e.frame)
+}
+
+/// The worker whose next frame with output comes first in capture order, given each
+/// one's [`head`], if any has one. A linear scan: the workers are as many as the cores,
+/// and on few cores it costs less than keeping a heap.
+fn next_in_order(heads: &[u64]) -> Option<usize> {
+    let mut first = 0;
+    for (w, &h) in heads.iter().enumerate().skip(1) {
+        if h < heads[first] {
+            first = w;
+        }
+    }
+    (heads.get(first).copied().unwrap_or(u64::MAX) != u64::MAX).then_some(first)
+}
+
 /// Runs the analysis on `job.threads` workers; replays results into `sink` in capture
 /// order (the caller filters them), and the storage plans' storage events into `storage`.
 /// `row` receives CSV rows under [`Plan::CsvRows`] (`frame`, global stream, row tail),
@@ -834,7 +887,6 @@ pub fn run<S: EventSink, T: StorageSink>(
         summaries: sink.needs_flows(),
     };
     thread::scope(|scope| {
-        let (route_tx, route_rx) = sync_channel::<Vec<u8>>(DEPTH * 2);
         let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH * n + n);
         let mut to_workers = Vec::with_capacity(n);
         let mut from_workers = Vec::with_capacity(n);
@@ -872,9 +924,7 @@ pub fn run<S: EventSink, T: StorageSink>(
         let reader_thread = thread::Builder::new()
             .name("tcpdx-route".into())
             .spawn_scoped(scope, move || {
-                read_and_route(
-                    reader, to_workers, recycle_rx, route_tx, stop_ref, progress, routing,
-                )
+                read_and_route(reader, to_workers, recycle_rx, stop_ref, progress, routing)
             })?;
 
         let mut ids = Renumber {
@@ -885,26 +935,42 @@ pub fn run<S: EventSink, T: StorageSink>(
         let mut stopped = false;
         let mut started = false;
         let mut outs: Vec<BatchOut> = Vec::with_capacity(n);
-        for route in route_rx {
+        let mut at = vec![At::default(); n];
+        let mut heads: Vec<u64> = Vec::with_capacity(n);
+        loop {
+            // One batch from every worker (the reader sends each one at every flush), or
+            // the end from every one.
             outs.clear();
+            let mut drained = 0;
             for rx in &from_workers {
                 match rx.recv() {
                     Ok(WorkerMsg::Batch(b)) => outs.push(b),
+                    Ok(WorkerMsg::Drained) => drained += 1,
                     _ => anyhow::bail!("an analysis worker stopped unexpectedly"),
                 }
             }
+            match drained {
+                0 => {}
+                d if d == n => break,
+                _ => anyhow::bail!("the analysis workers got different numbers of batches"),
+            }
             // Once stopped, drain so the reader and workers can finish; only the stream
             // numbers are still followed (the workers' last flows name every stream).
-            let mut item_at = vec![0usize; n];
-            let mut frame_at = vec![0usize; n];
-            let mut meta_at = vec![0usize; n];
-            let mut row_at = vec![0usize; n];
-            for &w in &route {
-                let w = usize::from(w);
+            at.fill(At::default());
+            heads.clear();
+            heads.extend(outs.iter().map(|o| head(o, &At::default())));
+            while let Some(w) = next_in_order(&heads) {
                 let out = &mut outs[w];
-                let (end, meta_end) = out.ends[frame_at[w]];
-                frame_at[w] += 1;
-                for item in &mut out.items[item_at[w]..end] {
+                let at = &mut at[w];
+                let FrameEnd {
+                    items: end,
+                    rows: meta_end,
+                    ..
+                } = out.ends[at.frame];
+                let (end, meta_end) = (end as usize, meta_end as usize);
+                at.frame += 1;
+                heads[w] = head(out, at);
+                for item in &mut out.items[at.item..end] {
                     if stopped && !matches!(item, Out::Opened(_)) {
                         continue;
                     }
@@ -936,19 +1002,19 @@ pub fn run<S: EventSink, T: StorageSink>(
                         }
                     }
                 }
-                item_at[w] = end;
+                at.item = end;
                 // The frame's row after its items (a connection's `Opened` comes first).
-                for m in &out.row_meta[meta_at[w]..meta_end] {
+                for m in &out.row_meta[at.meta..meta_end] {
                     let end = m.end as usize;
                     if !stopped {
                         let g = ids.get(w, m.local);
                         if keep_stream(g) {
-                            row(sink, m.frame, g, &out.rows[row_at[w]..end]);
+                            row(sink, m.frame, g, &out.rows[at.row..end]);
                         }
                     }
-                    row_at[w] = end;
+                    at.row = end;
                 }
-                meta_at[w] = meta_end;
+                at.meta = meta_end;
             }
             for (out, tx) in outs.drain(..).zip(&spent_to) {
                 let _ = tx.try_send(out);
@@ -1089,6 +1155,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_merge_takes_frames_in_capture_order() {
+        let out = |frames: &[u64]| BatchOut {
+            ends: frames
+                .iter()
+                .map(|&frame| FrameEnd {
+                    frame,
+                    items: 0,
+                    rows: 0,
+                })
+                .collect(),
+            ..BatchOut::default()
+        };
+        // Three workers' frames with output; one worker has none in this batch.
+        let outs = [out(&[2, 3, 9]), out(&[]), out(&[1, 5, 6, 10])];
+        let mut at = [At::default(); 3];
+        let mut heads: Vec<u64> = outs.iter().zip(&at).map(|(o, a)| head(o, a)).collect();
+        let mut order = Vec::new();
+        while let Some(w) = next_in_order(&heads) {
+            order.push((w, outs[w].ends[at[w].frame].frame));
+            at[w].frame += 1;
+            heads[w] = head(&outs[w], &at[w]);
+        }
+        let frames: Vec<u64> = order.iter().map(|&(_, f)| f).collect();
+        assert_eq!(frames, [1, 2, 3, 5, 6, 9, 10]);
+        assert_eq!(order[0].0, 2);
+        assert_eq!(order[1].0, 0);
+        assert_eq!(next_in_order(&[]), None);
+        assert_eq!(next_in_order(&[u64::MAX, u64::MAX]), None);
     }
 
     #[test]

@@ -216,6 +216,13 @@ impl FrameInput {
                 .is_some_and(|s| !matches!(s.kind, StopKind::NotIp)),
         }
     }
+    /// Number of the frame.
+    pub fn frame(&self) -> FrameNo {
+        match self {
+            FrameInput::Segment(s) | FrameInput::Partial(s) => s.frame,
+            FrameInput::Other { frame, .. } => *frame,
+        }
+    }
     /// Capture time of the frame.
     pub fn ts(&self) -> Timestamp {
         match self {
