@@ -212,7 +212,8 @@ pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until:
 }
 
 /// True if `[start, end]` lies within one of the sender's delayed-ACK stalls (after loss
-/// recovery, or Nagle's) or retransmission timeouts: time those findings already cost.
+/// recovery) or Nagle pauses: time those findings already cost. (Retransmission timeouts
+/// are not looked at here.)
 pub fn in_delack_stall(s: &SenderState, start: i64, end: i64) -> bool {
     let within = |a: i64, b: i64| start >= a && end <= b;
     s.delack.iter().any(|d| within(d.start, d.end))
