@@ -185,6 +185,13 @@ struct BatchOut {
     rows: Vec<u8>,
 }
 
+impl BatchOut {
+    /// The number of the i-th frame with output, [`u64::MAX`] past the last.
+    fn frame_of(&self, i: usize) -> u64 {
+        self.ends.get(i).map_or(u64::MAX, |e| e.frame)
+    }
+}
+
 enum WorkerMsg {
     Batch(BatchOut),
     /// Every batch was analysed (the worker waits for the global stream numbers).
@@ -836,22 +843,48 @@ struct At {
     row: usize,
 }
 
-/// The number of a worker's next frame with output, [`u64::MAX`] once it has none.
-fn head(out: &BatchOut, at: &At) -> u64 {
-    out.ends.get(at.frame).map_or(u64::MAX, |e| e.frame)
+/// The merge's walk through one batch of every worker: their frames with output, in
+/// capture order.
+#[derive(Default)]
+struct Merge {
+    /// How far it has come in each worker's output.
+    at: Vec<At>,
+    /// Each worker's next frame number ([`u64::MAX`] once it has none), kept apart from
+    /// `at` so that picking the next worker reads one small array.
+    heads: Vec<u64>,
 }
 
-/// The worker whose next frame with output comes first in capture order, given each
-/// one's [`head`], if any has one. A linear scan: the workers are as many as the cores,
-/// and on few cores it costs less than keeping a heap.
-fn next_in_order(heads: &[u64]) -> Option<usize> {
-    let mut first = 0;
-    for (w, &h) in heads.iter().enumerate().skip(1) {
-        if h < heads[first] {
-            first = w;
-        }
+impl Merge {
+    /// Starts on a new batch of every worker.
+    fn reset(&mut self, outs: &[BatchOut]) {
+        self.at.clear();
+        self.at.resize(outs.len(), At::default());
+        self.heads.clear();
+        self.heads.extend(outs.iter().map(|o| o.frame_of(0)));
     }
-    (heads.get(first).copied().unwrap_or(u64::MAX) != u64::MAX).then_some(first)
+
+    /// The next frame with output in capture order: its worker and where its output
+    /// ends; moves past it. A linear scan for the first: the workers are as many as the
+    /// cores, and on few cores it costs less than keeping a heap.
+    // Always inlined: once a frame with output (every segment for `events`), and left
+    // out of line it cost 1.4% more instructions there.
+    #[inline(always)]
+    fn next(&mut self, outs: &[BatchOut]) -> Option<(usize, FrameEnd)> {
+        let (mut w, mut first) = (0, *self.heads.first()?);
+        for (i, &h) in self.heads.iter().enumerate().skip(1) {
+            if h < first {
+                (w, first) = (i, h);
+            }
+        }
+        if first == u64::MAX {
+            return None;
+        }
+        let at = &mut self.at[w];
+        let end = outs[w].ends[at.frame];
+        at.frame += 1;
+        self.heads[w] = outs[w].frame_of(at.frame);
+        Some((w, end))
+    }
 }
 
 /// Runs the analysis on `job.threads` workers; replays results into `sink` in capture
@@ -935,8 +968,7 @@ pub fn run<S: EventSink, T: StorageSink>(
         let mut stopped = false;
         let mut started = false;
         let mut outs: Vec<BatchOut> = Vec::with_capacity(n);
-        let mut at = vec![At::default(); n];
-        let mut heads: Vec<u64> = Vec::with_capacity(n);
+        let mut merge = Merge::default();
         loop {
             // One batch from every worker (the reader sends each one at every flush), or
             // the end from every one.
@@ -956,20 +988,11 @@ pub fn run<S: EventSink, T: StorageSink>(
             }
             // Once stopped, drain so the reader and workers can finish; only the stream
             // numbers are still followed (the workers' last flows name every stream).
-            at.fill(At::default());
-            heads.clear();
-            heads.extend(outs.iter().map(|o| head(o, &At::default())));
-            while let Some(w) = next_in_order(&heads) {
+            merge.reset(&outs);
+            while let Some((w, e)) = merge.next(&outs) {
                 let out = &mut outs[w];
-                let at = &mut at[w];
-                let FrameEnd {
-                    items: end,
-                    rows: meta_end,
-                    ..
-                } = out.ends[at.frame];
-                let (end, meta_end) = (end as usize, meta_end as usize);
-                at.frame += 1;
-                heads[w] = head(out, at);
+                let at = &mut merge.at[w];
+                let (end, meta_end) = (e.items as usize, e.rows as usize);
                 for item in &mut out.items[at.item..end] {
                     if stopped && !matches!(item, Out::Opened(_)) {
                         continue;
@@ -1172,20 +1195,20 @@ mod tests {
         };
         // Three workers' frames with output; one worker has none in this batch.
         let outs = [out(&[2, 3, 9]), out(&[]), out(&[1, 5, 6, 10])];
-        let mut at = [At::default(); 3];
-        let mut heads: Vec<u64> = outs.iter().zip(&at).map(|(o, a)| head(o, a)).collect();
+        let mut merge = Merge::default();
+        merge.reset(&outs);
         let mut order = Vec::new();
-        while let Some(w) = next_in_order(&heads) {
-            order.push((w, outs[w].ends[at[w].frame].frame));
-            at[w].frame += 1;
-            heads[w] = head(&outs[w], &at[w]);
+        while let Some((w, e)) = merge.next(&outs) {
+            order.push((w, e.frame));
         }
         let frames: Vec<u64> = order.iter().map(|&(_, f)| f).collect();
         assert_eq!(frames, [1, 2, 3, 5, 6, 9, 10]);
         assert_eq!(order[0].0, 2);
         assert_eq!(order[1].0, 0);
-        assert_eq!(next_in_order(&[]), None);
-        assert_eq!(next_in_order(&[u64::MAX, u64::MAX]), None);
+        // Past the end, and with no workers at all, there is nothing.
+        assert_eq!(merge.next(&outs), None);
+        merge.reset(&[]);
+        assert_eq!(merge.next(&[]), None);
     }
 
     #[test]
