@@ -21,7 +21,6 @@
 //! ([`tcpdx_detect::Listing`]); their looks for closed connections are broadcast at the
 //! segments where a single diagnoser would look, so the result is the single-thread one.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -30,7 +29,7 @@ use std::thread;
 use anyhow::Result;
 use tcpdx_capture::{Buffer, CaptureError, CaptureReader};
 use tcpdx_core::{
-    Analyzer, AnalyzerConfig, Endpoint, EventSink, FlowSummary, FrameInput, InputStats,
+    Analyzer, AnalyzerConfig, EventSink, FlowKey, FlowSummary, FrameInput, InputStats,
     SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
 use tcpdx_detect::{CLOSED_SWEEP_EVERY, Diagnoser, Listing, Spill};
@@ -337,27 +336,13 @@ fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
     let (FrameInput::Segment(s) | FrameInput::Partial(s)) = input else {
         return None;
     };
-    // The sum of the endpoints' words is the same for both directions without sorting
-    // them into a flow key first (with the key, the reader executed 415 instructions a
-    // frame, 373 with the sum); mixed fully, so that sequential addresses and ports (a
-    // few bulk transfers) still spread evenly.
-    let h = mix(endpoint_word(s.src).wrapping_add(endpoint_word(s.dst)));
+    // The same for both directions without sorting the endpoints into a flow key first
+    // (with the key, the reader executed 415 instructions a frame, 375 without); mixed
+    // fully, so that sequential addresses and ports (a few bulk transfers) still spread
+    // evenly.
+    let h = mix(FlowKey::symmetric_word(s.src, s.dst));
     // Multiply-shift: the high bits of the mixed word pick the worker, no division.
     Some(((u128::from(h) * n as u128) >> 64) as usize)
-}
-
-/// An endpoint folded into one word: an IPv4 one exactly (address and port), an IPv6
-/// one with its halves folded together.
-#[inline]
-fn endpoint_word(e: Endpoint) -> u64 {
-    let addr = match e.addr {
-        IpAddr::V4(a) => u64::from(a.to_bits()),
-        IpAddr::V6(a) => {
-            let b = a.to_bits();
-            (b as u64) ^ ((b >> 64) as u64).rotate_left(29)
-        }
-    };
-    addr.rotate_left(16) ^ u64::from(e.port)
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves every output bit.
@@ -1140,8 +1125,8 @@ pub fn run<S: EventSink, T: StorageSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
-    use tcpdx_core::Segment;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    use tcpdx_core::{Endpoint, Segment};
     use tcpdx_wire::{SeqNum, TcpFlags, TcpOptions};
 
     fn seg(src: Endpoint, dst: Endpoint) -> FrameInput {
