@@ -462,6 +462,26 @@ pub struct IscsiDir<'a, S> {
     pub sink: &'a mut S,
 }
 
+impl<S> IscsiDir<'_, S> {
+    /// Where the PDU starting with `h` ends, the next BHS (when these bytes hold it) must be
+    /// one too: a known opcode and a data segment within bounds.
+    fn next_bhs_fits(&self, b: &[u8], h: &BhsSlice<'_>) -> bool {
+        let data = h.data_len().div_ceil(4) * 4;
+        let hd = if self.conn.header_digest { 4 } else { 0 };
+        let dd = if self.conn.data_digest && data > 0 {
+            4
+        } else {
+            0
+        };
+        let end = BHS as u64 + h.ahs_len() as u64 + hd + data + dd;
+        let next = usize::try_from(end)
+            .ok()
+            .and_then(|e| b.get(e..))
+            .and_then(BhsSlice::from_slice);
+        next.is_none_or(|n| KNOWN.contains(&n.opcode()) && n.data_len() <= MAX_DATA_SEGMENT)
+    }
+}
+
 impl<S: StorageSink> PduHandler for IscsiDir<'_, S> {
     fn head_len(&self) -> usize {
         BHS
@@ -497,20 +517,33 @@ impl<S: StorageSink> PduHandler for IscsiDir<'_, S> {
         // padded to a word.
         BHS as u64 + 255 * 4 + 4 + MAX_DATA_SEGMENT.div_ceil(4) * 4 + 4
     }
-    fn plausible(&self, b: &[u8]) -> bool {
-        let Some(h) = BhsSlice::from_slice(b) else {
+    fn plausible(&self, bytes: &[u8]) -> bool {
+        let Some(h) = BhsSlice::from_slice(bytes) else {
             return false;
         };
         if h.ahs_len() != 0 || h.data_len() > MAX_DATA_SEGMENT {
             return false;
         }
+        let Some(b) = bytes.first_chunk::<BHS>() else {
+            return false;
+        };
         let known = self.conn.pending.contains_key(&h.itt());
-        match h.opcode() {
+        // Reserved fields (RFC 7143 section 11) are zero.
+        let head = match h.opcode() {
             // A new command: Final bit set, a CDB opcode Wireshark knows.
-            op::SCSI_COMMAND => h.flags() & 0x80 != 0 && opcode_name(h.cdb_opcode()) != "Unknown",
-            op::SCSI_RESPONSE | op::DATA_IN | op::DATA_OUT | op::R2T => known,
+            op::SCSI_COMMAND => {
+                h.flags() & 0x80 != 0
+                    && b[2..4] == [0, 0]
+                    && opcode_name(h.cdb_opcode()) != "Unknown"
+            }
+            // Response code 0 or 1, no LUN field.
+            op::SCSI_RESPONSE => known && h.flags() & 0x80 != 0 && b[2] <= 1 && b[8..16] == [0; 8],
+            op::DATA_IN => known && b[2] == 0,
+            op::DATA_OUT => known && b[2..4] == [0, 0],
+            op::R2T => known && b[1] == 0x80 && b[2..4] == [0, 0] && h.data_len() == 0,
             _ => false,
-        }
+        };
+        head && self.next_bhs_fits(bytes, &h)
     }
     fn pdu(&mut self, pdu: &Pdu<'_>) {
         if let Some(h) = BhsSlice::from_slice(pdu.head) {

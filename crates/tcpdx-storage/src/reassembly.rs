@@ -115,7 +115,20 @@ impl Reassembler {
 
     /// True if every byte before `seq` was delivered and nothing is held out of order.
     pub fn delivered_up_to(&self, seq: u64) -> bool {
-        self.pending.is_empty() && self.next.is_none_or(|n| n >= seq)
+        self.pending.is_empty() && self.next.is_none_or(|n| i128::from(n) >= self.near(seq))
+    }
+
+    /// `seq`, a relative number from the core, as a position in this direction's stream.
+    /// The core unwraps sequence numbers from the first segment it saw, so a retransmission
+    /// of bytes sent before the capture began (and every segment after it) can come out
+    /// 2^32 away from the acknowledgements: positions are taken at their 32-bit distance
+    /// from the next byte to deliver, as TCP compares them. Negative: before the first
+    /// byte seen.
+    fn near(&self, seq: u64) -> i128 {
+        match self.next {
+            None => i128::from(seq),
+            Some(next) => i128::from(next) + i128::from(seq.wrapping_sub(next) as u32 as i32),
+        }
     }
 
     /// A SYN at relative sequence `seq`: data starts right after it.
@@ -130,14 +143,22 @@ impl Reassembler {
         if len == 0 {
             return;
         }
-        let captured = captured.get(..len as usize).unwrap_or(captured);
+        let mut captured = captured.get(..len as usize).unwrap_or(captured);
+        let pos = self.near(seq);
+        let mut len = u64::from(len);
         let next = *self.next.get_or_insert(seq);
-        let end = seq + u64::from(len);
-        if end <= next {
+        if pos + i128::from(len) <= i128::from(next) {
             return; // everything already delivered (retransmission)
         }
+        // Bytes before the first one seen (next > 0 here): only the rest is new.
+        let seq = u64::try_from(pos).unwrap_or_else(|_| {
+            let cut = pos.unsigned_abs() as u64;
+            captured = captured.get(cut as usize..).unwrap_or_default();
+            len -= cut;
+            0
+        });
         if seq > next {
-            self.hold(seq, captured, u64::from(len), at);
+            self.hold(seq, captured, len, at);
             self.resolve_acked_holes(out);
             if self.pending_bytes > self.cap {
                 self.stats.cap_hits += 1;
@@ -146,7 +167,7 @@ impl Reassembler {
             return;
         }
         let repaired = seq < next || !self.pending.is_empty();
-        self.deliver(seq, captured, u64::from(len), at, repaired, out);
+        self.deliver(seq, captured, len, at, repaired, out);
         self.drain(Some(at), out);
     }
 
@@ -155,7 +176,9 @@ impl Reassembler {
     /// [`Reassembler::segment`] would deliver its captured bytes, then one gap, and nothing
     /// else.
     pub fn continues_cut(&self, seq: u64, len: u32, captured: usize) -> bool {
-        self.next == Some(seq) && self.pending.is_empty() && (captured as u64) < u64::from(len)
+        self.next.is_some_and(|n| i128::from(n) == self.near(seq))
+            && self.pending.is_empty()
+            && (captured as u64) < u64::from(len)
     }
 
     /// Such a segment (see [`Reassembler::continues_cut`]) whose bytes the sink had no use
@@ -178,6 +201,7 @@ impl Reassembler {
             return false;
         }
         if let Some(next) = self.next
+            && let Ok(ack) = u64::try_from(self.near(ack))
             && ack > self.peer_ack
             && ack.saturating_sub(next) <= MAX_ACK_JUMP
         {
@@ -189,6 +213,9 @@ impl Reassembler {
     /// The peer acknowledged up to `ack` in this direction's sequence space.
     pub fn peer_acked(&mut self, ack: u64, out: &mut dyn ByteSink) {
         let Some(next) = self.next else { return };
+        let Ok(ack) = u64::try_from(self.near(ack)) else {
+            return;
+        };
         if ack > self.peer_ack && ack.saturating_sub(next) <= MAX_ACK_JUMP {
             self.peer_ack = ack;
             self.resolve_acked_holes(out);
@@ -254,7 +281,10 @@ impl Reassembler {
     }
 
     /// Delivers buffered segments that now continue the stream. `release` is the frame that
-    /// filled the hole (the bytes became available then); `None` keeps each segment's own.
+    /// filled the hole (the bytes became available then, out of order); `None`: the hole
+    /// was declared lost, each segment keeps its own frame and counts as repaired only if
+    /// it arrived before bytes ahead of it (a segment after a capture drop arrived in order:
+    /// Wireshark dissects it).
     fn drain(&mut self, release: Option<At>, out: &mut dyn ByteSink) {
         while let Some(entry) = self.pending.first_entry() {
             let next = self.next.unwrap_or(0);
@@ -265,7 +295,8 @@ impl Reassembler {
             let p = entry.remove();
             self.pending_bytes -= p.data.len();
             let len = p.len();
-            self.deliver(seq, &p.data, len, release.unwrap_or(p.at), true, out);
+            let repaired = release.is_some() || self.latest.is_some_and(|l| l.frame > p.at.frame);
+            self.deliver(seq, &p.data, len, release.unwrap_or(p.at), repaired, out);
         }
     }
 
@@ -465,8 +496,29 @@ mod tests {
             &rec.out[200..],
             &s[200..].iter().map(|&b| Some(b)).collect::<Vec<_>>()
         );
-        // The released segment keeps its own frame.
+        // The released segment keeps its own frame, and arrived in order after the drop.
         assert_eq!(rec.frames, vec![1, 3, 3]);
+        assert_eq!(rec.repaired, vec![false, false]);
+    }
+
+    #[test]
+    fn after_a_declared_hole_only_segments_that_overtook_others_are_repaired() {
+        // A hole at 100..200 never filled; 300..400 arrives before 200..300.
+        let s = stream(400);
+        let mut r = Reassembler::new(1 << 20);
+        let mut rec = Rec::default();
+        r.segment(0, 100, &s[..100], at(1), &mut rec);
+        r.segment(300, 100, &s[300..], at(2), &mut rec);
+        r.segment(200, 100, &s[200..300], at(3), &mut rec);
+        r.peer_acked(400, &mut rec);
+        assert_eq!(rec.out.len(), 400);
+        assert!(rec.out[100..200].iter().all(Option::is_none));
+        assert_eq!(
+            rec.frames,
+            vec![1, 3, 3, 3],
+            "data, gap, 200.., 300.. (after 3)"
+        );
+        assert_eq!(rec.repaired, vec![false, false, true]);
     }
 
     #[test]
@@ -530,6 +582,36 @@ mod tests {
         assert_eq!(rec.out.len(), 400);
         assert_eq!(r.stats().gaps, 2);
         assert_eq!(r.stats().gap_bytes, 150);
+    }
+
+    #[test]
+    fn numbers_2_to_the_32_away_are_the_same_place() {
+        // The core unwraps from the first segment seen: a retransmission of bytes sent
+        // before it (at -50) comes out at 2^32 - 50, and the segments after it 2^32 ahead,
+        // while the ACKs stay in the first numbering.
+        const WRAP: u64 = 1 << 32;
+        let s = stream(300);
+        let mut r = Reassembler::new(1 << 20);
+        let mut rec = Rec::default();
+        r.segment(100, 100, &s[100..200], at(1), &mut rec);
+        r.segment(WRAP - 50, 50, &[9; 50], at(2), &mut rec);
+        assert_eq!(r.buffered(), 0, "old bytes, not a 4 GB hole");
+        r.segment(WRAP + 250, 50, &s[250..], at(3), &mut rec);
+        assert_eq!(r.buffered(), 50);
+        // The hole at 200..250, acknowledged in the first numbering.
+        r.peer_acked(300, &mut rec);
+        assert_eq!(rec.out.len(), 200);
+        assert!(rec.out[100..150].iter().all(Option::is_none));
+        assert_eq!(r.stats().gap_bytes, 50);
+        assert!(r.delivered_up_to(WRAP + 300) && r.delivered_up_to(300));
+        assert!(!r.delivered_up_to(301));
+        // A segment straddling the first byte seen delivers only what follows it.
+        let mut r = Reassembler::new(1 << 20);
+        let mut rec = Rec::default();
+        r.segment(10, 10, &s[10..20], at(1), &mut rec);
+        r.segment(WRAP - 5, 35, &[7; 35], at(2), &mut rec);
+        assert_eq!(bytes_of(&rec), [&s[10..20], &[7u8; 10][..]].concat());
+        assert!(r.continues_cut(WRAP + 30, 10, 5) && r.continues_cut(30, 10, 5));
     }
 
     #[test]

@@ -316,6 +316,53 @@ fn transaction(
     }
 }
 
+/// Credential and verifier flavors (RFC 5531 AUTH_NONE to AUTH_TLS, and RPCSEC_GSS's
+/// pseudo-flavors for Kerberos).
+fn known_flavor(f: u32) -> bool {
+    f <= 7 || (390_003..=390_005).contains(&f)
+}
+
+/// A call header where the framing was lost (`b`: record mark first, fragment length
+/// `len`): RPC version 2, a program of [`KNOWN_PROGRAMS`] at a version it has, a small
+/// procedure number, and (when these bytes hold it) a known credential flavor whose body
+/// fits the fragment.
+fn plausible_call(b: &[u8], len: u32) -> bool {
+    let w = |i: usize| be32(b, 4 + 4 * i);
+    let (Some(rpcvers), Some(prog), Some(vers), Some(proc_)) = (w(2), w(3), w(4), w(5)) else {
+        return false;
+    };
+    let flavor = w(6).unwrap_or(0);
+    let cred_len = w(7).unwrap_or(0);
+    let vers_ok = if prog == nfs::PROGRAM {
+        (2..=4).contains(&vers)
+    } else {
+        vers <= 4
+    };
+    rpcvers == 2
+        && KNOWN_PROGRAMS.contains(&prog)
+        && vers_ok
+        && proc_ < 64
+        && known_flavor(flavor)
+        && cred_len as usize <= MAX_AUTH
+        // xid .. credential length, the credential, the verifier's flavor and length.
+        && u64::from(len) >= 40 + u64::from(cred_len)
+}
+
+/// Where a fragment starting with `mark` ends, the next record mark (when these bytes hold
+/// it) must be one too: a fragment length within bounds and, after a last fragment, the
+/// message type of the next record.
+fn next_mark_fits(b: &[u8], mark: u32) -> bool {
+    let end = 4 + (mark & 0x7fff_ffff) as usize;
+    let Some(next) = be32(b, end) else {
+        return true;
+    };
+    let len = next & 0x7fff_ffff;
+    if len == 0 || u64::from(len) > MAX_FRAGMENT {
+        return false;
+    }
+    mark & 0x8000_0000 == 0 || len < 8 || be32(b, end + 8).is_none_or(|t| t <= 1)
+}
+
 /// One direction of an RPC connection, as the framer's handler.
 pub struct RpcDir<'a, S> {
     /// Connection state.
@@ -326,6 +373,30 @@ pub struct RpcDir<'a, S> {
     pub stream: StreamId,
     /// Output.
     pub sink: &'a mut S,
+}
+
+impl<S> RpcDir<'_, S> {
+    /// A reply header where the framing was lost: to a call still waiting that went the
+    /// other way, with a sane verifier (accepted) or rejection reason (denied).
+    fn plausible_reply(&self, xid: u32, b: &[u8], len: u32) -> bool {
+        if !self.conn.calls.get(&xid).is_some_and(|c| c.dir != self.dir) {
+            return false;
+        }
+        match be32(b, 12) {
+            // Accepted: verifier flavor and length, then the accept status must fit.
+            Some(0) => match (be32(b, 16), be32(b, 20)) {
+                (Some(flavor), Some(verf_len)) => {
+                    known_flavor(flavor)
+                        && verf_len as usize <= MAX_AUTH
+                        && u64::from(len) >= 24 + u64::from(verf_len)
+                }
+                _ => false,
+            },
+            // Denied: RPC_MISMATCH or AUTH_ERROR.
+            Some(1) => be32(b, 16).is_some_and(|r| r <= 1),
+            _ => false,
+        }
+    }
 }
 
 impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
@@ -340,6 +411,8 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         4 + RECORD_KEEP.saturating_sub(self.dir.of(&self.conn.rec).buf.len())
     }
     fn probe_len(&self) -> usize {
+        // Record mark and a call header up to its procedure (the shortest reply, 28 bytes,
+        // is judged within its own segment); the credential is judged when it is there.
         28
     }
     fn max_pdu_len(&self) -> u64 {
@@ -358,18 +431,12 @@ impl<S: StorageSink> PduHandler for RpcDir<'_, S> {
         if len < 12 || u64::from(len) > MAX_FRAGMENT {
             return false;
         }
-        match mtype {
-            0 => {
-                let (Some(rpcvers), Some(prog), Some(vers), Some(proc_)) =
-                    (be32(b, 12), be32(b, 16), be32(b, 20), be32(b, 24))
-                else {
-                    return false;
-                };
-                rpcvers == 2 && KNOWN_PROGRAMS.contains(&prog) && vers <= 4 && proc_ < 64
-            }
-            1 => be32(b, 12).is_some_and(|s| s <= 1) && self.conn.calls.contains_key(&xid),
+        let head = match mtype {
+            0 => plausible_call(b, len),
+            1 => self.plausible_reply(xid, b, len),
             _ => false,
-        }
+        };
+        head && next_mark_fits(b, mark)
     }
     fn pdu(&mut self, pdu: &Pdu<'_>) {
         let Some(mark) = be32(pdu.head, 0) else {

@@ -399,6 +399,38 @@ pub struct Smb2Dir<'a, S> {
 /// NetBIOS session message types (RFC 1002 4.3.1).
 const NBSS_TYPES: [u8; 6] = [0x00, 0x81, 0x82, 0x83, 0x84, 0x85];
 
+/// Flags an SMB2 header may carry: response, async, related, signed, priority, DFS, replay.
+const KNOWN_FLAGS: u32 = 0x3000_007f;
+
+impl<S> Smb2Dir<'_, S> {
+    /// An SMB2 header after the NetBIOS one where the framing was lost: header length 64,
+    /// and (when these bytes hold them) a known command and flags, and for a response the
+    /// MessageId of a request still waiting (or an oplock break's).
+    fn plausible_header(&self, b: &[u8]) -> bool {
+        if le16(b, 8) != Some(64) {
+            return false;
+        }
+        let cmd_ok = le16(b, 16).is_none_or(|c| usize::from(c) < NAMES.len());
+        let flags = le32(b, 20).unwrap_or(0);
+        let id_ok = flags & flag::RESPONSE == 0
+            || le64(b, 28).is_none_or(|id| id == u64::MAX || self.conn.pending.contains_key(&id));
+        cmd_ok && flags & !KNOWN_FLAGS == 0 && id_ok
+    }
+}
+
+/// Where a NetBIOS message of `len` bytes ends, the next header (when these bytes hold it)
+/// must be one too: a known type and, for a session message, a protocol id.
+fn next_message_fits(b: &[u8], len: u32) -> bool {
+    let end = 4 + len as usize;
+    let Some(&kind) = b.get(end) else {
+        return true;
+    };
+    NBSS_TYPES.contains(&kind)
+        && (kind != 0
+            || b.get(end + 4..end + 8)
+                .is_none_or(|id| matches!(id, b"\xfeSMB" | b"\xfdSMB" | b"\xfcSMB")))
+}
+
 impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
     fn head_len(&self) -> usize {
         4
@@ -419,7 +451,8 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
         }
     }
     fn probe_len(&self) -> usize {
-        10
+        // NetBIOS header and an SMB2 header up to its MessageId.
+        36
     }
     fn max_pdu_len(&self) -> u64 {
         4 + MAX_MESSAGE
@@ -437,7 +470,8 @@ impl<S: StorageSink> PduHandler for Smb2Dir<'_, S> {
             && len >= 32
             && u64::from(len) <= MAX_MESSAGE
             && matches!(&b8[4..8], b"\xfeSMB" | b"\xfdSMB" | b"\xfcSMB")
-            && (b8[4] != 0xfe || le16(b, 8) == Some(64))
+            && (b8[4] != 0xfe || self.plausible_header(b))
+            && next_message_fits(b, len)
     }
     fn pdu(&mut self, pdu: &Pdu<'_>) {
         if pdu.head.first() != Some(&0) {

@@ -245,3 +245,110 @@ fn arbitrary_bytes_never_panic() {
     }
     assert!(conn.outstanding() <= 8);
 }
+
+/// The ITTs of the commands found in `bytes` by a framer that starts lost (a capture that
+/// starts mid-stream), fed in chunks of `chunk` bytes.
+fn commands_found(bytes: &[u8], chunk: usize) -> Vec<u32> {
+    let mut conn = IscsiConn::new(64);
+    let mut sink = Collect::default();
+    let mut f = Framer::new(false);
+    let mut h = IscsiDir {
+        conn: &mut conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(2),
+        sink: &mut sink,
+    };
+    for (i, c) in bytes.chunks(chunk.max(1)).enumerate() {
+        f.data(c, at(i as u64), &mut h);
+    }
+    let mut itts: Vec<u32> = conn.pending.keys().copied().collect();
+    itts.sort_unstable();
+    itts
+}
+
+#[test]
+fn a_capture_starting_anywhere_finds_exactly_the_commands_that_start_in_it() {
+    let ini = initiator(false);
+    let login = 48 + 28;
+    let read = command(1, &read16(1 << 33, 8), 4096, false, &[], false).len();
+    let write = command(2, &write10(100, 3), 1536, true, &[0x11; 512], false).len();
+    let data_out = pdu(bhs(0x05, 0x80, 0, 2), &[0x22; 1024], false).len();
+    let starts = [login, login + read, login + read + write + data_out];
+    for from in 0..ini.len() {
+        let want: Vec<u32> = (1..=3u32)
+            .filter(|&i| starts[i as usize - 1] >= from)
+            .collect();
+        for chunk in [1, 29, 1460, ini.len()] {
+            assert_eq!(
+                commands_found(&ini[from..], chunk),
+                want,
+                "from {from}, chunks of {chunk}"
+            );
+        }
+    }
+}
+
+#[test]
+fn garbage_before_the_first_command_is_skipped() {
+    // A command look-alike with reserved bytes set, then one whose data runs into junk.
+    let mut s = vec![0x55u8; 100];
+    let mut bad = command(9, &read16(0, 1), 512, false, &[], false);
+    bad[2] = 1;
+    s.extend(&bad);
+    let mut runs = command(8, &read16(0, 1), 512, false, &[], false);
+    runs[7] = 8; // 8 bytes of data: the next BHS would start in the junk
+    s.extend(&runs);
+    s.extend([0x55u8; 60]); // opcode 0x15: none
+    s.extend(&initiator(false)[48 + 28..]);
+    assert_eq!(commands_found(&s, 1460), [1, 2, 3]);
+}
+
+#[test]
+fn no_resynchronisation_inside_read_data() {
+    // The first Data-In's data holds a whole SCSI Response to the waiting command 3.
+    let fake = pdu(bhs(0x21, 0x80, 0, 3), &[], false);
+    let mut data = vec![0xaa; 100];
+    data.extend(&fake);
+    data.resize(2048, 0xaa);
+    let mut t = login_response(false);
+    let login_rsp = t.len();
+    t.extend(pdu(bhs(0x25, 0x00, 0, 1), &data, false));
+    let real = t.len();
+    t.extend(pdu(bhs(0x21, 0x80, 0, 3), &[], false));
+    for lost in [10, 48, 120] {
+        let mut conn = IscsiConn::new(64);
+        let mut sink = Collect::default();
+        let mut fi = Framer::new(true);
+        let mut h = IscsiDir {
+            conn: &mut conn,
+            dir: Dir::ClientToServer,
+            stream: StreamId(2),
+            sink: &mut sink,
+        };
+        fi.data(&initiator(false), at(1), &mut h);
+        let mut ft = Framer::new(true);
+        let mut h = IscsiDir {
+            conn: &mut conn,
+            dir: Dir::ServerToClient,
+            stream: StreamId(2),
+            sink: &mut sink,
+        };
+        ft.data(&t[..login_rsp], at(2), &mut h);
+        // The Data-In's head was not captured.
+        ft.gap(lost as u64, at(3), &mut h);
+        ft.data(&t[login_rsp + lost..real], at(4), &mut h);
+        ft.data(&t[real..], at(5), &mut h);
+        let got: Vec<(u64, u64)> = sink
+            .transactions
+            .iter()
+            .filter(|t| t.reply.is_some())
+            .map(|t| (t.id, t.reply.unwrap().last.frame.0))
+            .collect();
+        assert_eq!(
+            got,
+            [(3, 5)],
+            "lost {lost}: only the real response, at frame 5"
+        );
+        assert_eq!(ft.stats().resynced, 1);
+    }
+}

@@ -235,7 +235,7 @@ fn every_plausible_record_mark_passes_the_first_byte_bound() {
         panic!("RPC bounds its first byte");
     };
     let body = call(7, 100_003, 3, 6, &[]);
-    for len in [12, 255, 256, 0xff_ffff, 0x100_0000, MAX_FRAGMENT as u32] {
+    for len in [48, 255, 256, 0xff_ffff, 0x100_0000, MAX_FRAGMENT as u32] {
         for last in [0, 0x8000_0000u32] {
             let mut b = (last | len).to_be_bytes().to_vec();
             b.extend_from_slice(&body);
@@ -297,4 +297,184 @@ fn arbitrary_bytes_never_panic() {
         let _ = parse(&chunk);
     }
     assert!(conn.outstanding() <= 8);
+}
+
+/// The XIDs of the calls found in `bytes` by a framer that starts lost (a capture that
+/// starts mid-stream), fed in chunks of `chunk` bytes.
+fn calls_found(bytes: &[u8], chunk: usize) -> Vec<u32> {
+    let mut conn = RpcConn::new(16);
+    let mut sink = Collect::default();
+    let mut f = Framer::new(false);
+    let mut h = RpcDir {
+        conn: &mut conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(0),
+        sink: &mut sink,
+    };
+    for (i, c) in bytes.chunks(chunk.max(1)).enumerate() {
+        f.data(c, at(i as u64), &mut h);
+    }
+    let mut ids: Vec<u32> = conn.calls.keys().copied().collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_capture_starting_anywhere_finds_exactly_the_calls_that_start_in_it() {
+    let c = client_stream();
+    // Where each call's record starts.
+    let starts = [0, read_record().len()];
+    let getattr = c.len()
+        - mark(&call(4, 100_005, 3, 1, &words(&[0])), 1 << 20).len()
+        - mark(&call(3, 100_003, 3, 1, &words(&[8, 7, 7])), 1 << 20).len();
+    let mount = c.len() - mark(&call(4, 100_005, 3, 1, &words(&[0])), 1 << 20).len();
+    let starts = [starts[0], starts[1], getattr, mount];
+    for from in 0..c.len() {
+        let want: Vec<u32> = (1..=4u32)
+            .filter(|&x| starts[x as usize - 1] >= from)
+            .collect();
+        for chunk in [1, 7, 1460, c.len()] {
+            assert_eq!(
+                calls_found(&c[from..], chunk),
+                want,
+                "from {from}, chunks of {chunk}"
+            );
+        }
+    }
+}
+
+#[test]
+fn garbage_before_the_first_call_is_skipped() {
+    let mut x = 99u32;
+    let mut s: Vec<u8> = (0..5000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (x >> 16) as u8
+        })
+        .collect();
+    // Stray record marks and call-like words in the garbage.
+    s.extend(words(&[0x8000_0040, 77, 0, 2, 100_003, 3]));
+    s.extend(words(&[0x8000_0010, 78, 1, 0]));
+    s.extend(client_stream());
+    assert_eq!(calls_found(&s, 1460), [1, 2, 3, 4]);
+}
+
+/// A READ reply (xid 1) whose data holds a complete reply to the GETATTR call (xid 3), then
+/// the real reply to 3.
+fn server_stream_with_a_look_alike() -> (Vec<u8>, usize) {
+    let fake = mark(&reply(3, &words(&[0, 2, 0o644])), 1 << 20);
+    let mut data = vec![0xffu8; 100];
+    data.extend(&fake);
+    data.extend(vec![0xffu8; 32768 - data.len()]);
+    let mut rd = words(&[0, 0, 32768, 0, 32768]);
+    rd.extend(&data);
+    let mut s = mark(&reply(1, &rd), 1 << 20);
+    let real = s.len();
+    s.extend(mark(&reply(3, &words(&[0])), 1 << 20));
+    (s, real)
+}
+
+#[test]
+fn no_resynchronisation_inside_a_read_replys_data() {
+    let (s, real) = server_stream_with_a_look_alike();
+    for lost in [4, 30, 200] {
+        let mut conn = RpcConn::new(16);
+        let mut sink = Collect::default();
+        // The calls went out with their framing intact.
+        let mut f = Framer::new(true);
+        let mut h = RpcDir {
+            conn: &mut conn,
+            dir: Dir::ClientToServer,
+            stream: StreamId(0),
+            sink: &mut sink,
+        };
+        f.data(&client_stream(), at(1), &mut h);
+        // The reply's head was not captured: the framing is lost inside its data.
+        let mut f = Framer::new(true);
+        let mut h = RpcDir {
+            conn: &mut conn,
+            dir: Dir::ServerToClient,
+            stream: StreamId(0),
+            sink: &mut sink,
+        };
+        f.gap(lost as u64, at(2), &mut h);
+        f.data(&s[lost..real], at(3), &mut h);
+        f.data(&s[real..], at(4), &mut h);
+        let got: Vec<(u64, u64)> = sink
+            .transactions
+            .iter()
+            .map(|t| (t.id, t.reply.unwrap().last.frame.0))
+            .collect();
+        assert_eq!(
+            got,
+            [(3, 4)],
+            "lost {lost}: only the real reply, at frame 4"
+        );
+        assert_eq!(f.stats().resynced, 1);
+    }
+}
+
+#[test]
+fn a_reply_look_alike_in_the_calls_direction_is_not_a_start() {
+    // A WRITE whose data holds a reply to the READ call (xid 1), which went this way.
+    let fake = mark(&reply(1, &words(&[0, 2])), 1 << 20);
+    let mut c = read_record();
+    let mut args = write_args(0, 200, 0);
+    args.extend(&fake);
+    args.extend(vec![0u8; 200 - fake.len()]);
+    c.extend(mark(&call(2, 100_003, 3, 7, &args), 1 << 20));
+    // Lose the WRITE's head only.
+    let w = read_record().len();
+    let mut conn = RpcConn::new(16);
+    let mut sink = Collect::default();
+    let mut f = Framer::new(true);
+    let mut h = RpcDir {
+        conn: &mut conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(0),
+        sink: &mut sink,
+    };
+    f.data(&c[..w], at(1), &mut h);
+    f.gap(8, at(2), &mut h);
+    f.data(&c[w + 8..], at(2), &mut h);
+    assert_eq!(f.stats().resynced, 0);
+    assert_eq!(conn.calls.keys().copied().collect::<Vec<_>>(), [1]);
+    assert!(sink.transactions.is_empty());
+}
+
+#[test]
+fn the_next_record_mark_confirms_a_start() {
+    let mut conn = RpcConn::new(16);
+    let mut sink = Collect::default();
+    let h = RpcDir {
+        conn: &mut conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(0),
+        sink: &mut sink,
+    };
+    let one = mark(&call(5, 100_003, 3, 1, &words(&[8, 7, 7])), 1 << 20);
+    let two = mark(&call(6, 100_003, 3, 1, &words(&[8, 7, 7])), 1 << 20);
+    assert!(h.plausible(&one), "nothing after it: not judged");
+    assert!(h.plausible(&[&one[..], &two[..]].concat()));
+    assert!(
+        h.plausible(&[&one[..], &two[..6]].concat()),
+        "a mark, no type yet"
+    );
+    // Followed by what cannot be a record mark, or by a record of another message type.
+    assert!(!h.plausible(&[&one[..], &[0xff; 40][..]].concat()));
+    assert!(
+        !h.plausible(&[&one[..], &words(&[0, 1, 2])[..]].concat()),
+        "empty fragment"
+    );
+    let mut other = two.clone();
+    other[8..12].copy_from_slice(&7u32.to_be_bytes());
+    assert!(!h.plausible(&[&one[..], &other[..]].concat()));
+    // A fragment too short for the call header and its credential.
+    let mut short = one.clone();
+    short[..4].copy_from_slice(&(0x8000_0000u32 | 47).to_be_bytes());
+    assert!(!h.plausible(&short));
+    // An unknown credential flavor.
+    let mut flavor = one.clone();
+    flavor[28..32].copy_from_slice(&99u32.to_be_bytes());
+    assert!(!h.plausible(&flavor));
 }

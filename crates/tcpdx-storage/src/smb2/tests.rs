@@ -407,3 +407,183 @@ fn oplock_break_acknowledgements_are_not_timed() {
     assert!(sink.transactions.is_empty());
     assert!(sink.requests.is_empty());
 }
+
+/// Where each NetBIOS message of `s` starts.
+fn message_starts(s: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Some(h) = s.get(pos..pos + 4) {
+        out.push(pos);
+        pos += 4 + (usize::from(h[1]) << 16 | usize::from(h[2]) << 8 | usize::from(h[3]));
+    }
+    out
+}
+
+/// The MessageIds of the requests found in `bytes` by a framer that starts lost (a
+/// capture that starts mid-stream), fed in chunks of `chunk` bytes.
+fn requests_found(conn: &mut Smb2Conn, bytes: &[u8], chunk: usize) -> Vec<u64> {
+    let mut sink = Collect::default();
+    let mut f = Framer::new(false);
+    let mut h = Smb2Dir {
+        conn,
+        dir: Dir::ClientToServer,
+        stream: StreamId(1),
+        sink: &mut sink,
+    };
+    for (i, c) in bytes.chunks(chunk.max(1)).enumerate() {
+        f.data(c, at(i as u64), &mut h);
+    }
+    let mut ids: Vec<u64> = conn.pending.keys().copied().collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_capture_starting_anywhere_finds_exactly_the_requests_that_start_in_it() {
+    let c = client();
+    let starts = message_starts(&c);
+    // Negotiate; Create + Read; Write; Cancel (not a request of its own).
+    let ids: [&[u64]; 4] = [&[0], &[1, 2], &[3], &[]];
+    assert_eq!(starts.len(), ids.len());
+    for from in 0..c.len() {
+        let mut want: Vec<u64> = starts
+            .iter()
+            .zip(ids)
+            .filter(|(s, _)| **s >= from)
+            .flat_map(|(_, i)| i.iter().copied())
+            .collect();
+        want.sort_unstable();
+        for chunk in [1, 13, 1460, c.len()] {
+            let got = requests_found(&mut Smb2Conn::new(64), &c[from..], chunk);
+            assert_eq!(got, want, "from {from}, chunks of {chunk}");
+        }
+    }
+}
+
+#[test]
+fn garbage_and_a_stray_protocol_id_before_the_first_request_are_skipped() {
+    let mut s = vec![0u8, 0, 1, 0];
+    s.extend(b"\xfeSMB");
+    s.extend([7u8; 300]);
+    // A header whose NetBIOS length runs into bytes that cannot start the next message.
+    s.extend([0, 0, 0, 80]);
+    s.extend(header(REQ, 0));
+    s.extend([9u8; 100]);
+    s.extend(client());
+    assert_eq!(
+        requests_found(&mut Smb2Conn::new(64), &s, 1460),
+        [0, 1, 2, 3]
+    );
+}
+
+#[test]
+fn no_resynchronisation_inside_a_read_responses_data() {
+    // The Read response's data holds a whole Write response to the waiting Write (id 3).
+    let rsp = H {
+        response: true,
+        credits: 1,
+        ..REQ
+    };
+    let mut wr = vec![17, 0, 0, 0];
+    wr.extend(3000u32.to_le_bytes());
+    let fake = nbss(&command(
+        H {
+            cmd: 9,
+            id: 3,
+            ..rsp
+        },
+        &wr,
+        false,
+    ));
+    let mut rd = read_rsp(0);
+    rd.extend([0xaa; 40]);
+    rd.extend(&fake);
+    rd.extend([0xaa; 1000]);
+    let mut s = nbss(&command(
+        H {
+            cmd: 8,
+            id: 2,
+            ..rsp
+        },
+        &rd,
+        false,
+    ));
+    let real = s.len();
+    s.extend(nbss(&command(
+        H {
+            cmd: 9,
+            id: 3,
+            ..rsp
+        },
+        &wr,
+        false,
+    )));
+    for lost in [4, 30, 100] {
+        let mut conn = Smb2Conn::new(64);
+        let mut sink = Collect::default();
+        let mut f = Framer::new(true);
+        let mut h = Smb2Dir {
+            conn: &mut conn,
+            dir: Dir::ClientToServer,
+            stream: StreamId(1),
+            sink: &mut sink,
+        };
+        f.data(&client(), at(1), &mut h);
+        // The Read response's head was not captured.
+        let mut f = Framer::new(true);
+        let mut h = Smb2Dir {
+            conn: &mut conn,
+            dir: Dir::ServerToClient,
+            stream: StreamId(1),
+            sink: &mut sink,
+        };
+        f.gap(lost as u64, at(2), &mut h);
+        f.data(&s[lost..real], at(3), &mut h);
+        f.data(&s[real..], at(4), &mut h);
+        let got: Vec<(u64, u64)> = sink
+            .transactions
+            .iter()
+            .map(|t| (t.id, t.reply.unwrap().last.frame.0))
+            .collect();
+        assert_eq!(
+            got,
+            [(3, 4)],
+            "lost {lost}: only the real response, at frame 4"
+        );
+        assert_eq!(f.stats().resynced, 1);
+    }
+}
+
+#[test]
+fn a_response_to_no_waiting_request_or_with_unknown_flags_is_not_a_start() {
+    let mut conn = Smb2Conn::new(64);
+    let mut sink = Collect::default();
+    let h = Smb2Dir {
+        conn: &mut conn,
+        dir: Dir::ServerToClient,
+        stream: StreamId(1),
+        sink: &mut sink,
+    };
+    let req = nbss(&command(H { id: 5, ..REQ }, &[57, 0], false));
+    assert!(h.plausible(&req));
+    let rsp = nbss(&command(
+        H {
+            id: 5,
+            response: true,
+            ..REQ
+        },
+        &[89, 0],
+        false,
+    ));
+    assert!(!h.plausible(&rsp), "no request 5 waiting");
+    let mut flags = req.clone();
+    flags[20] = 0x80;
+    assert!(!h.plausible(&flags));
+    let mut command_code = req.clone();
+    command_code[16] = 19;
+    assert!(!h.plausible(&command_code));
+    // The next NetBIOS header, when there, must be one.
+    assert!(h.plausible(&[&req[..], &req[..]].concat()));
+    assert!(!h.plausible(&[&req[..], &[0x42; 8][..]].concat()));
+    assert!(!h.plausible(&[&req[..], &[0, 0, 0, 9, 1, 2, 3, 4][..]].concat()));
+}
