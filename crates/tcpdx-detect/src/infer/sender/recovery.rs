@@ -1,0 +1,190 @@
+//! Loss recovery: from the first sign of loss to the ACK covering the recovery point.
+//!
+//! States: no episode (`episode` is `None`), suspected (duplicate ACKs or SACK above the
+//! cumulative ACK while data is in flight opened one, no retransmission yet) and recovering
+//! (at least one retransmission; the start moves to the first). An ACK at or above the
+//! recovery point (the highest sequence sent when the episode opened) ends it, as does the
+//! end of the capture. A suspected episode that ends without a retransmission was
+//! reordering; a recovering one is recorded with how it was repaired ([`RecoveryKind`]).
+
+use super::{MAX_EPISODES, SenderState};
+use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
+
+/// Duplicate ACKs that make a fast retransmission (RFC 5681 section 3.2: the third
+/// duplicate ACK; Wireshark's `duplicate_ack_num` counts them).
+pub const DUPACK_THRESHOLD: u32 = 3;
+
+/// How a loss was repaired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryKind {
+    /// Fast retransmission after duplicate ACKs / SACK.
+    Fast,
+    /// Retransmission timeout.
+    Timeout,
+    /// Retransmissions without duplicate ACKs or a timeout (tail-loss probe, go-back-N).
+    Other,
+}
+
+/// A loss-recovery episode: first retransmission to the ACK covering the recovery point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossEpisode {
+    /// First retransmission.
+    pub start: i64,
+    /// Frame of the first sign of loss (duplicate ACK, SACK or retransmission).
+    pub start_frame: u64,
+    /// The ACK covering the recovery point (or the last frame seen).
+    pub end: i64,
+    /// Frame of that ACK (0 if the capture ended first).
+    pub end_frame: u64,
+    /// Highest sequence sent when the episode began.
+    pub recovery_point: u64,
+    /// Third duplicate ACK, if any.
+    pub third_dupack_frame: Option<u64>,
+    /// First retransmission.
+    pub first_retx_frame: Option<u64>,
+    /// First fast retransmission.
+    pub fast_retx_frame: Option<u64>,
+    /// Duplicate ACKs in the episode.
+    pub dupacks: u32,
+    /// Retransmitted segments.
+    pub retx: u32,
+    /// Retransmissions later shown spurious (D-SACK or Wireshark's flag).
+    pub spurious: u32,
+    /// Retransmissions of segments the capture never saw (lost before the capture point).
+    pub retx_unseen: u32,
+    /// A retransmission timeout happened in the episode.
+    pub timeout: bool,
+    /// Packets per round before the episode (0 unknown).
+    pub window_before: u32,
+    /// How it was repaired.
+    pub kind: RecoveryKind,
+    /// Index of the first round that started after the episode ended.
+    pub next_round: usize,
+}
+
+impl LossEpisode {
+    /// An episode opened at `ts` by frame `frame`, until `recovery_point` is acknowledged;
+    /// the sender's last round had `window_before` segments.
+    fn open(ts: i64, frame: u64, recovery_point: u64, window_before: u32) -> Self {
+        LossEpisode {
+            start: ts,
+            start_frame: frame,
+            end: ts,
+            end_frame: 0,
+            recovery_point,
+            third_dupack_frame: None,
+            first_retx_frame: None,
+            fast_retx_frame: None,
+            dupacks: 0,
+            retx: 0,
+            spurious: 0,
+            retx_unseen: 0,
+            timeout: false,
+            window_before,
+            kind: RecoveryKind::Other,
+            next_round: 0,
+        }
+    }
+
+    /// Duration in ns.
+    pub fn duration(&self) -> i64 {
+        (self.end - self.start).max(0)
+    }
+    /// Retransmissions that repaired real losses.
+    pub fn real_losses(&self) -> u32 {
+        self.retx.saturating_sub(self.spurious)
+    }
+}
+
+impl SenderState {
+    /// Records a retransmission (`unseen`: the capture sees its data for the first time);
+    /// true if it followed a retransmission timeout.
+    pub(super) fn on_retransmission(
+        &mut self,
+        a: &SegmentAnalysis,
+        path_rtt: i64,
+        unseen: bool,
+    ) -> bool {
+        let ts = a.ts.0;
+        let end = a.seq + u64::from(a.len);
+        self.retx_pkts += 1;
+        let timeout = self.is_timeout(a, path_rtt);
+        let (frame, recovery_point) = (a.frame.0, self.snd_nxt.max(end));
+        let window_before = self.rounds.last_pkts();
+        let ep = self.episode.get_or_insert_with(|| {
+            Box::new(LossEpisode::open(ts, frame, recovery_point, window_before))
+        });
+        ep.retx += 1;
+        if ep.retx == 1 {
+            // The sender enters recovery when it first retransmits (the kernel's Recovery or
+            // Loss state); duplicate ACKs before that are only a suspicion.
+            ep.start = ts;
+        }
+        ep.first_retx_frame.get_or_insert(a.frame.0);
+        if a.flags.has(F::FAST_RETRANSMISSION) {
+            ep.fast_retx_frame.get_or_insert(a.frame.0);
+        }
+        if unseen {
+            ep.retx_unseen += 1;
+        }
+        if timeout {
+            ep.timeout = true;
+            self.open_rto(a);
+        }
+        self.remember_retx(a, timeout);
+        timeout
+    }
+
+    /// The peer's segment `a` acknowledging `ack`: counts duplicate ACKs in the open
+    /// episode and ends it at the recovery point, or opens one on a first sign of loss.
+    #[inline]
+    pub(super) fn track_episode(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        let (ts, ack) = (a.ts.0, a.ack);
+        let dupack = a.flags.has(F::DUPLICATE_ACK);
+        let sack_above = d.sack_blocks().iter().any(|&(l, _)| l > ack);
+        let third = a.dup_ack_num == Some(DUPACK_THRESHOLD);
+        if let Some(ep) = &mut self.episode {
+            if dupack {
+                ep.dupacks += 1;
+                if third {
+                    ep.third_dupack_frame.get_or_insert(a.frame.0);
+                }
+            }
+            if ack >= ep.recovery_point {
+                ep.end = ts;
+                ep.end_frame = a.frame.0;
+                let done = **ep;
+                self.episode = None;
+                self.close_episode(done, ts);
+            }
+        } else if (dupack || sack_above) && self.snd_nxt > ack {
+            self.pending_dupacks += 1;
+            self.episode = Some(Box::new(LossEpisode {
+                third_dupack_frame: third.then_some(a.frame.0),
+                dupacks: u32::from(dupack),
+                ..LossEpisode::open(ts, a.frame.0, self.snd_nxt, self.rounds.last_pkts())
+            }));
+        }
+    }
+
+    /// Records the ended episode `ep` (at `ts`) with how it was repaired, or counts it as
+    /// reordering if nothing was retransmitted.
+    pub(super) fn close_episode(&mut self, mut ep: LossEpisode, ts: i64) {
+        if ep.retx == 0 {
+            // Duplicate ACKs that resolved without a retransmission: reordering absorbed.
+            self.dupack_runs_without_retx += 1;
+            return;
+        }
+        ep.kind = if ep.timeout {
+            RecoveryKind::Timeout
+        } else if ep.fast_retx_frame.is_some() || ep.dupacks >= DUPACK_THRESHOLD {
+            RecoveryKind::Fast
+        } else {
+            RecoveryKind::Other
+        };
+        ep.next_round = self.rounds.len() + 1;
+        self.episode_count += 1;
+        self.last_episode_end = Some(ts);
+        self.episodes.push_capped(ep, MAX_EPISODES);
+    }
+}
