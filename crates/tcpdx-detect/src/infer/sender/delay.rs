@@ -230,3 +230,136 @@ impl SenderState {
         (self.advancing_acks > 0).then(|| self.acked_pkts as f64 / self.advancing_acks as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0};
+    use tcpdx_core::AnalysisFlags as F;
+
+    /// A fast retransmission after a duplicate ACK, lone, its ACK held `hold` beyond the
+    /// path's 10 ms round trip. Returns the feed and the retransmission's frame.
+    fn held_in_recovery(hold: i64) -> (Feed, u64) {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 3);
+        f.dupack(T0 + 10 * MS, 1, 1, &[(1001, end)]);
+        let t = T0 + 10 * MS + 100_000;
+        let retx = f.data(t, 1, MSS, F::FAST_RETRANSMISSION);
+        f.ack(t + 10 * MS + hold, end);
+        (f, retx)
+    }
+
+    #[test]
+    fn a_lone_segment_in_recovery_held_20_ms_is_a_delayed_ack() {
+        let at = DELACK_MIN_HOLD_NS;
+        for (hold, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let (f, retx) = held_in_recovery(hold);
+            assert_eq!(f.s.delack.len(), pauses, "hold {hold}");
+            assert_eq!(f.s.median_lone_ack_delay(), Some(10 * MS + hold));
+            if let Some(p) = f.s.delack.last() {
+                assert_eq!(
+                    (p.lone_frame, p.hold, p.fast_retx_frame),
+                    (retx, hold, Some(retx))
+                );
+                assert_eq!((p.third_dupack_frame, p.rto_frame), (None, None));
+            }
+        }
+    }
+
+    #[test]
+    fn the_smallest_ack_delay_measured_is_the_round_trip_when_shorter() {
+        // Measured 4 ms to the receiver and back, under the 10 ms path estimate: the hold
+        // is counted from 4 ms.
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = crate::infer::sender::script::ack_row(T0 + 4 * MS, 1001);
+        a.ack_rtt_ns = Some(4 * MS);
+        f.receive(a, &[]);
+        assert_eq!(f.s.downstream_rtt_min, Some(4 * MS));
+        f.data(T0 + 5 * MS, 1001, MSS, 0);
+        f.ack(T0 + 5 * MS + 4 * MS + DELACK_MIN_HOLD_NS, 2001);
+        f.data(T0 + 30 * MS, 2001, 10, 0);
+        assert_eq!(f.s.nagle.last().map(|p| p.hold), Some(DELACK_MIN_HOLD_NS));
+    }
+
+    /// A loss episode on a path of `rtt` ending at `end`, then a lone segment `after` it
+    /// whose ACK is held 25 ms. Returns the feed.
+    fn lone_after_recovery(rtt: i64, after: i64) -> Feed {
+        let mut f = Feed::new(rtt);
+        f.burst(T0, 1, 2);
+        f.data(T0 + rtt + MS, 1, MSS, F::RETRANSMISSION);
+        let end = T0 + 2 * rtt + MS;
+        f.ack(end, 2001);
+        assert_eq!(f.s.last_episode_end, Some(end));
+        f.data(end + after, 2001, MSS, 0);
+        f.ack(end + after + rtt + 25 * MS, 3001);
+        f
+    }
+
+    #[test]
+    fn a_lone_segment_two_round_trips_after_recovery_still_belongs_to_it() {
+        // Two round trips of 30 ms; at least 20 ms on a 5 ms path.
+        for (rtt, at) in [(30 * MS, 60 * MS), (5 * MS, DELACK_MIN_HOLD_NS)] {
+            assert_eq!(at, (LONE_AFTER_RECOVERY_RTTS * rtt).max(DELACK_MIN_HOLD_NS));
+            for (after, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+                let f = lone_after_recovery(rtt, after);
+                assert_eq!(f.s.delack.len(), pauses, "RTT {rtt}, {after} ns after");
+            }
+        }
+    }
+
+    /// A lone full segment whose pure ACK comes `hold` beyond the 10 ms round trip, then
+    /// `len` bytes at the acknowledged edge `gap` after that ACK. Returns the feed and the
+    /// last frame.
+    fn nagle(hold: i64, gap: i64, len: u32) -> (Feed, u64) {
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let ack_ts = T0 + 10 * MS + hold;
+        f.ack(ack_ts, 1001);
+        let tail = f.data(ack_ts + gap, 1001, len, 0);
+        (f, tail)
+    }
+
+    #[test]
+    fn a_late_pure_ack_releases_a_nagle_tail() {
+        let at = DELACK_MIN_HOLD_NS;
+        for (hold, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let (f, tail) = nagle(hold, 0, 100);
+            assert_eq!(f.s.nagle.len(), pauses, "hold {hold}");
+            if let Some(p) = f.s.nagle.last() {
+                assert_eq!((p.lone_frame, p.ack_frame, p.tail_frame), (1, 2, tail));
+                assert_eq!((p.start, p.hold), (T0, hold));
+            }
+        }
+    }
+
+    #[test]
+    fn the_nagle_tail_follows_its_ack_within_a_round_trip_and_a_quarter() {
+        let rtt = 10 * MS;
+        let at = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
+        assert_eq!(at, 13_500_000);
+        for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+            let (f, _) = nagle(25 * MS, gap, 100);
+            assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    #[test]
+    fn the_nagle_tail_is_smaller_than_the_mss() {
+        for (len, pauses) in [(MSS - 1, 1), (MSS, 0), (MSS + 1, 0)] {
+            let (f, _) = nagle(25 * MS, 0, len);
+            assert_eq!(f.s.nagle.len(), pauses, "tail of {len} bytes");
+        }
+    }
+
+    #[test]
+    fn the_receivers_ack_ratio_counts_segments_per_advancing_ack() {
+        let mut f = Feed::new(10 * MS);
+        assert_eq!(f.s.segments_per_ack(), None);
+        let end = f.burst(T0, 1, 4);
+        f.ack(T0 + 10 * MS, 2001);
+        f.ack(T0 + 10 * MS, 2001);
+        f.ack(T0 + 11 * MS, end);
+        assert_eq!(f.s.segments_per_ack(), Some(2.0));
+    }
+}

@@ -27,6 +27,9 @@ pub mod spurious;
 pub mod timeout;
 pub mod zero_window;
 
+#[cfg(test)]
+mod script;
+
 pub use delay::{
     DELACK_MIN_HOLD_NS, DelackPause, LONE_AFTER_RECOVERY_RTTS, MAX_LONE_SAMPLES,
     NAGLE_RELEASE_RTT_DIVISOR, NAGLE_RELEASE_SLACK_NS, NaglePause,

@@ -188,3 +188,103 @@ impl SenderState {
         self.episodes.push_capped(ep, MAX_EPISODES);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0};
+    use tcpdx_core::AnalysisFlags as F;
+
+    #[test]
+    fn the_third_duplicate_ack_makes_a_fast_recovery() {
+        let below = DUPACK_THRESHOLD - 1;
+        for (dupacks, kind, third) in [
+            (below, RecoveryKind::Other, false),
+            (DUPACK_THRESHOLD, RecoveryKind::Fast, true),
+            (DUPACK_THRESHOLD + 1, RecoveryKind::Fast, true),
+        ] {
+            let mut f = Feed::new(10 * MS);
+            let end = f.burst(T0, 1, 10);
+            let mut frames = Vec::new();
+            for n in 1..=dupacks {
+                let t = T0 + 10 * MS + i64::from(n) * 10_000;
+                frames.push(f.dupack(t, 1, n, &[(1001, 1001 + u64::from(n) * 1000)]));
+            }
+            // Not flagged fast: only the duplicate ACKs can make the episode a fast one.
+            let retx = f.data(T0 + 11 * MS, 1, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 21 * MS, end);
+            assert_eq!(f.s.episode_count, 1, "{dupacks} duplicate ACKs");
+            let ep = f.s.episodes.get(0).unwrap();
+            assert_eq!(ep.kind, kind, "{dupacks} duplicate ACKs");
+            assert_eq!(ep.dupacks, dupacks);
+            assert_eq!(ep.third_dupack_frame, third.then(|| frames[2]));
+            // Opened by the first sign of loss, started by the first retransmission.
+            assert_eq!(
+                (ep.start_frame, ep.first_retx_frame),
+                (frames[0], Some(retx))
+            );
+            assert_eq!(ep.start, T0 + 11 * MS);
+            assert_eq!(ep.fast_retx_frame, None);
+        }
+    }
+
+    #[test]
+    fn a_flagged_fast_retransmission_makes_a_fast_recovery_without_duplicate_acks() {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 10);
+        let retx = f.data(T0 + 11 * MS, 1, MSS, F::FAST_RETRANSMISSION);
+        f.ack(T0 + 21 * MS, end);
+        let ep = f.s.episodes.get(0).unwrap();
+        assert_eq!(
+            (ep.kind, ep.fast_retx_frame),
+            (RecoveryKind::Fast, Some(retx))
+        );
+    }
+
+    #[test]
+    fn an_episode_ends_with_the_ack_of_its_recovery_point() {
+        for (ack, ended) in [(10_000, false), (10_001, true), (10_002, true)] {
+            let mut f = Feed::new(10 * MS);
+            let recovery_point = f.burst(T0, 1, 10);
+            assert_eq!(recovery_point, 10_001);
+            f.data(T0 + 11 * MS, 1, MSS, F::RETRANSMISSION);
+            let frame = f.ack(T0 + 21 * MS, ack);
+            assert_eq!(f.s.episode_count, u32::from(ended), "ACK of {ack}");
+            if ended {
+                let ep = f.s.episodes.get(0).unwrap();
+                assert_eq!((ep.end, ep.end_frame), (T0 + 21 * MS, frame));
+                assert_eq!(ep.recovery_point, recovery_point);
+                assert_eq!((ep.retx, ep.real_losses()), (1, 1));
+            } else {
+                // The end of the capture closes it at the last frame.
+                f.s.finish(T0 + 30 * MS);
+                let ep = f.s.episodes.get(0).unwrap();
+                assert_eq!((ep.end, ep.end_frame), (T0 + 30 * MS, 0));
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_acks_that_end_without_a_retransmission_were_reordering() {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 10);
+        for n in 1..=DUPACK_THRESHOLD {
+            f.dupack(T0 + 10 * MS, 1, n, &[(1001, 2001)]);
+        }
+        f.ack(T0 + 11 * MS, end);
+        assert_eq!((f.s.episode_count, f.s.dupack_runs_without_retx), (0, 1));
+        assert!(f.s.episodes.is_empty());
+    }
+
+    #[test]
+    fn sack_above_the_ack_opens_an_episode_only_with_data_in_flight() {
+        for (sent, opened) in [(1, false), (2, true)] {
+            let mut f = Feed::new(10 * MS);
+            let end = f.burst(T0, 1, sent);
+            let a = crate::infer::sender::script::ack_row(T0 + 10 * MS, 1001);
+            f.receive(a, &[(2001, 3001)]);
+            assert_eq!(f.s.episode.is_some(), opened, "{sent} segments sent");
+            f.ack(T0 + 11 * MS, end);
+        }
+    }
+}

@@ -174,3 +174,112 @@ impl SenderState {
             .fold(0.0, f64::max)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0, ack_row, row};
+    use tcpdx_core::Dir;
+
+    /// The shortest round the code accepts for `rtt`, as it computes it.
+    fn share(rtt: i64, s: f64) -> i64 {
+        (rtt as f64 * s) as i64
+    }
+
+    #[test]
+    fn an_ack_closes_a_round_only_after_half_the_path_rtt() {
+        let rtt = 10 * MS;
+        let min = share(rtt, ROUND_MIN_RTT_SHARE);
+        for (after, rounds) in [(min - 1, 0), (min, 1), (min + 1, 1)] {
+            let mut f = Feed::new(rtt);
+            let end = f.burst(T0, 1, 4);
+            f.ack(T0 + after, end);
+            assert_eq!(
+                f.s.rounds.len(),
+                rounds,
+                "ACK {after} ns after the round's start"
+            );
+            if rounds == 1 {
+                let r = f.s.rounds.iter().next().unwrap();
+                assert_eq!((r.pkts, r.bytes, r.acked), (4, 4000, 4000));
+                assert_eq!(r.duration(), after);
+            }
+        }
+    }
+
+    #[test]
+    fn the_delivery_rate_needs_rounds_of_four_segments() {
+        let rtt = 10 * MS;
+        for (pkts, counted) in [(RATE_MIN_PKTS - 1, false), (RATE_MIN_PKTS, true), (5, true)] {
+            let mut f = Feed::new(0);
+            let end = f.burst(T0, 1, pkts);
+            f.ack(T0 + rtt, end);
+            let want = if counted {
+                f64::from(pkts * MSS) * 8e9 / rtt as f64
+            } else {
+                0.0
+            };
+            assert_eq!(f.s.max_delivery_bps(rtt), want, "{pkts} segments");
+        }
+    }
+
+    #[test]
+    fn the_delivery_rate_needs_rounds_of_most_of_a_round_trip() {
+        let rtt = 10 * MS;
+        let min = share(rtt, RATE_MIN_RTT_SHARE);
+        for (dur, counted) in [(min - 1, false), (min, true), (min + 1, true)] {
+            let mut f = Feed::new(0);
+            let end = f.burst(T0, 1, 4);
+            f.ack(T0 + dur, end);
+            assert_eq!(f.s.rounds.len(), 1);
+            assert_eq!(
+                f.s.max_delivery_bps(rtt) > 0.0,
+                counted,
+                "round of {dur} ns"
+            );
+        }
+    }
+
+    #[test]
+    fn a_round_is_window_limited_when_one_more_segment_would_overfill_the_window() {
+        let window = 10_000;
+        let fits = window - u64::from(MSS);
+        for (in_flight, limited) in [(fits - 1, false), (fits, false), (fits + 1, true)] {
+            let mut f = Feed::new(0);
+            let mut a = ack_row(T0, 1);
+            a.window = window;
+            f.receive(a, &[]);
+            let mut d = row(T0 + MS, Dir::ClientToServer, 1, 1, MSS);
+            d.bytes_in_flight = Some(in_flight as u32);
+            f.send(d);
+            f.ack(T0 + 11 * MS, 1001);
+            let r = f.s.rounds.iter().next().unwrap();
+            assert_eq!(r.rwnd_limited, limited, "{in_flight} bytes in flight");
+            assert_eq!(r.max_in_flight, in_flight);
+        }
+    }
+
+    #[test]
+    fn an_ack_short_of_the_rounds_first_data_leaves_it_open() {
+        let mut f = Feed::new(0);
+        f.burst(T0, 1, 3);
+        f.ack(T0 + 10 * MS, 1000);
+        assert_eq!(f.s.rounds.len(), 0, "one byte short of the first segment");
+        f.ack(T0 + 11 * MS, 1001);
+        assert_eq!(f.s.rounds.len(), 1);
+        // Data still in flight: the next round opened at that ACK, until the ACK of what
+        // was in flight then.
+        f.data(T0 + 12 * MS, 3001, MSS, 0);
+        f.ack(T0 + 21 * MS, 3000);
+        assert_eq!(f.s.rounds.len(), 1);
+        f.ack(T0 + 22 * MS, 3001);
+        let second = f.s.rounds.iter().nth(1).unwrap();
+        assert_eq!(
+            (second.start, second.pkts, second.acked),
+            (T0 + 11 * MS, 1, 2000)
+        );
+        // Nothing was sent in the third round: not kept.
+        f.ack(T0 + 40 * MS, 4001);
+        assert_eq!(f.s.rounds.len(), 2);
+    }
+}

@@ -166,3 +166,109 @@ impl SenderState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0, ack_row};
+
+    /// A first round trip measured at 10 ms (capture to receiver and back), then a flight
+    /// of 3 whose first segment is retransmitted and acknowledged `after` later.
+    fn acked_after(after: i64) -> (Feed, u64, u64) {
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = ack_row(T0 + 10 * MS, 1001);
+        a.ack_rtt_ns = Some(10 * MS);
+        f.receive(a, &[]);
+        let end = f.burst(T0 + 20 * MS, 1001, 3);
+        let t = T0 + 21 * MS;
+        let retx = f.data(t, 1001, MSS, F::RETRANSMISSION);
+        let ack = f.ack(t + after, end);
+        (f, retx, ack)
+    }
+
+    #[test]
+    fn an_ack_sooner_than_most_of_a_round_trip_after_a_retransmission_proves_it_spurious() {
+        let limit = ((10 * MS) as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64;
+        for (after, spurious) in [(limit - 1, 1), (limit, 0), (limit + 1, 0)] {
+            let (f, retx, ack) = acked_after(after);
+            assert_eq!(f.s.spurious_count, spurious, "ACK {after} ns after");
+            assert_eq!(f.s.episodes.get(0).unwrap().spurious, spurious);
+            if spurious == 1 {
+                let s = f.s.spurious.get(0).unwrap();
+                assert_eq!(
+                    (s.retx_frame, s.proof_frame, s.proof),
+                    (retx, ack, PROOF_EARLY_ACK)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_timeout_retransmission_is_never_proven_by_an_early_ack() {
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = ack_row(T0 + 10 * MS, 1001);
+        a.ack_rtt_ns = Some(10 * MS);
+        f.receive(a, &[]);
+        f.data(T0 + 20 * MS, 1001, MSS, 0);
+        f.data(T0 + 500 * MS, 1001, MSS, F::RETRANSMISSION);
+        f.ack(T0 + 501 * MS, 2001);
+        assert_eq!((f.s.rtos.len(), f.s.spurious_count), (1, 0));
+    }
+
+    /// A flight of 3 and a retransmission of `retx_seq`, then an ACK of `ack` with `sack`.
+    fn dsack(retx_seq: u64, ack: u64, sack: &[(u64, u64)]) -> Feed {
+        let mut f = Feed::new(10 * MS);
+        f.burst(T0, 1, 3);
+        f.data(T0 + 11 * MS, retx_seq, MSS, F::RETRANSMISSION);
+        f.receive(ack_row(T0 + 21 * MS, ack), sack);
+        f
+    }
+
+    #[test]
+    fn a_first_sack_block_at_or_below_the_ack_is_a_dsack() {
+        // The block [1, 1001) reported with a cumulative ACK of 1000, 1001, 1002.
+        for (ack, dsacks) in [(1000, 0), (1001, 1), (1002, 1)] {
+            let f = dsack(1, ack, &[(1, 1001)]);
+            assert_eq!(f.s.dsacks, dsacks, "ACK {ack}");
+            assert_eq!(f.s.spurious_count, dsacks as u32, "ACK {ack}");
+            if dsacks == 1 {
+                assert_eq!(f.s.spurious.get(0).unwrap().proof, PROOF_DSACK);
+            }
+        }
+    }
+
+    #[test]
+    fn a_first_sack_block_inside_the_second_is_a_dsack() {
+        // The block [2001, r) beside [1001, 3001), the cumulative ACK still at 1.
+        for (right, dsacks) in [(3000, 1), (3001, 1), (3002, 0)] {
+            let f = dsack(2001, 1, &[(2001, right), (1001, 3001)]);
+            assert_eq!(f.s.dsacks, dsacks, "first block ending at {right}");
+            assert_eq!(
+                f.s.spurious_count, dsacks as u32,
+                "first block ending at {right}"
+            );
+        }
+        // Starting below the second block: a plain SACK block.
+        let f = dsack(2001, 1, &[(1000, 3001), (1001, 3001)]);
+        assert_eq!(f.s.dsacks, 0);
+    }
+
+    #[test]
+    fn wiresharks_spurious_flag_counts_each_sequence_once() {
+        let mut f = Feed::new(10 * MS);
+        f.burst(T0, 1, 3);
+        f.ack(T0 + 10 * MS, 3001);
+        let first = f.data(T0 + 11 * MS, 1, MSS, F::SPURIOUS_RETRANSMISSION);
+        f.data(T0 + 12 * MS, 1, MSS, F::SPURIOUS_RETRANSMISSION);
+        f.data(T0 + 13 * MS, 1001, MSS, F::SPURIOUS_RETRANSMISSION);
+        assert_eq!(f.s.spurious_count, 2);
+        let s = f.s.spurious.get(0).unwrap();
+        assert_eq!(
+            (s.retx_frame, s.proof_frame, s.proof),
+            (first, first, PROOF_ACKED)
+        );
+        assert_eq!(f.s.retx_pkts, 3);
+    }
+}

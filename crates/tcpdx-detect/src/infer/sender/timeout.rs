@@ -161,3 +161,168 @@ impl SenderState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::RecoveryKind;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0};
+    use tcpdx_core::AnalysisFlags as F;
+
+    #[test]
+    fn the_silence_is_three_round_trips_and_at_least_100_ms() {
+        // Three round trips cross the floor between 33,333,333 and 33,333,334 ns.
+        let cross = RTO_MIN_SILENCE_NS / RTO_MIN_SILENCE_RTTS;
+        for (rtt, silence) in [
+            (0, RTO_MIN_SILENCE_NS),
+            (cross, RTO_MIN_SILENCE_NS),
+            (cross + 1, 3 * (cross + 1)),
+            (50 * MS, 150 * MS),
+        ] {
+            assert_eq!(rto_silence(rtt), silence, "RTT {rtt}");
+        }
+        assert_eq!(3 * (cross + 1), 100_000_002);
+    }
+
+    /// A flight of 4, the first segment's ACK one RTT later, then a retransmission of the
+    /// second after `silence` with these flags.
+    fn retransmit_after(rtt: i64, silence: i64, flags: u16) -> (Feed, u64) {
+        let mut f = Feed::new(rtt);
+        let end = f.burst(T0, 1, 4);
+        let last_ack = f.ack(T0 + rtt, 1001);
+        let retx = f.data(T0 + rtt + silence, 1001, MSS, flags);
+        f.ack(T0 + rtt + silence + rtt, end);
+        if let Some(r) = f.s.rtos.last() {
+            assert_eq!(r.last_ack_frame, last_ack);
+        }
+        (f, retx)
+    }
+
+    #[test]
+    fn a_retransmission_after_the_silence_is_a_timeout() {
+        for rtt in [10 * MS, 50 * MS] {
+            let at = rto_silence(rtt);
+            for (silence, timeout) in [(at - 1, false), (at, true), (at + 1, true)] {
+                let (f, retx) = retransmit_after(rtt, silence, F::RETRANSMISSION);
+                let ep = f.s.episodes.get(0).unwrap();
+                let why = format!("RTT {rtt}, silence {silence}");
+                assert_eq!(f.s.rtos.len(), usize::from(timeout), "{why}");
+                let kind = if timeout {
+                    RecoveryKind::Timeout
+                } else {
+                    RecoveryKind::Other
+                };
+                assert_eq!((ep.kind, ep.timeout), (kind, timeout), "{why}");
+                if timeout {
+                    let r = f.s.rtos.get(0).unwrap();
+                    assert_eq!((r.start, r.end), (T0 + rtt, T0 + rtt + silence));
+                    assert_eq!((r.retx_frame, r.seq, r.timeouts), (retx, 1001, 1));
+                    assert!(!r.upstream_loss);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fast_retransmission_is_never_a_timeout() {
+        let (f, _) = retransmit_after(10 * MS, 10 * RTO_MIN_SILENCE_NS, F::FAST_RETRANSMISSION);
+        assert!(f.s.rtos.is_empty());
+        assert_eq!(f.s.episodes.get(0).unwrap().kind, RecoveryKind::Fast);
+    }
+
+    #[test]
+    fn the_same_data_timed_out_again_is_a_backoff() {
+        let mut f = Feed::new(10 * MS);
+        f.burst(T0, 1, 2);
+        let first = f.data(T0 + 200 * MS, 1, MSS, F::RETRANSMISSION);
+        f.data(T0 + 600 * MS, 1, MSS, F::RETRANSMISSION);
+        f.ack(T0 + 610 * MS, 2001);
+        assert_eq!(f.s.rtos.len(), 1);
+        let r = f.s.rtos.get(0).unwrap();
+        assert_eq!((r.timeouts, r.retx_frame, r.end), (2, first, T0 + 600 * MS));
+    }
+
+    /// A sender idle after its first segment's ACK, restarting after `silence` with a
+    /// segment and `after` more, then a segment that leaves `missing` segments unseen.
+    fn restart(silence: i64, after: u64, missing: u64) -> Feed {
+        restart_by(silence, after, MSS, missing)
+    }
+
+    /// [`restart`] with the `after` segments `len` bytes long.
+    fn restart_by(silence: i64, after: u64, len: u32, missing: u64) -> Feed {
+        let mss = u64::from(MSS);
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        f.ack(T0 + 10 * MS, 1001);
+        let t = T0 + 10 * MS + silence;
+        let mut seq = 1001;
+        f.data(t, seq, MSS, 0);
+        seq += mss;
+        for i in 1..=after {
+            f.data(t + i as i64 * MS, seq, len, 0);
+            seq += u64::from(len);
+        }
+        f.data(t + 10 * MS, seq + missing * mss, MSS, F::LOST_SEGMENT);
+        f
+    }
+
+    fn upstream_timeouts(f: &Feed) -> usize {
+        f.s.rtos.iter().filter(|r| r.upstream_loss).count()
+    }
+
+    #[test]
+    fn a_restart_after_the_silence_waits_for_a_hole() {
+        let at = rto_silence(10 * MS);
+        for (silence, timeouts) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let f = restart(silence, 0, 10);
+            assert_eq!(upstream_timeouts(&f), timeouts, "silence {silence}");
+        }
+        let f = restart(at, 0, 10);
+        let r = f.s.rtos.get(0).unwrap();
+        assert_eq!(
+            (r.start, r.end, r.retx_frame, r.seq),
+            (T0 + 10 * MS, T0 + 10 * MS + at, 3, 1001)
+        );
+    }
+
+    #[test]
+    fn the_hole_must_show_within_four_segments_of_the_restart() {
+        // The restart and `after` more: the hole follows the 4th segment at the latest.
+        let last = SILENT_RESTART_MAX_SEGMENTS - 1;
+        for (after, timeouts) in [(last - 1, 1), (last, 1), (last + 1, 0)] {
+            let f = restart(rto_silence(10 * MS), after, 10);
+            assert_eq!(
+                upstream_timeouts(&f),
+                timeouts,
+                "{after} segments after the restart"
+            );
+        }
+    }
+
+    #[test]
+    fn the_restart_waits_four_small_segments_for_the_hole() {
+        // Small segments stay near the restart point: the count of segments decides.
+        let max = SILENT_RESTART_MAX_SEGMENTS;
+        for (after, timeouts) in [(max - 1, 1), (max, 1), (max + 1, 0)] {
+            let f = restart_by(rto_silence(10 * MS), after, 100, 10);
+            assert_eq!(
+                upstream_timeouts(&f),
+                timeouts,
+                "{after} small segments after"
+            );
+        }
+    }
+
+    #[test]
+    fn the_hole_must_be_larger_than_what_was_sent_since() {
+        // One segment after the restart: more than 2 segments missing.
+        for (missing, timeouts) in [(1, 0), (2, 0), (3, 1)] {
+            let f = restart(rto_silence(10 * MS), 1, missing);
+            assert_eq!(
+                upstream_timeouts(&f),
+                timeouts,
+                "{missing} segments missing"
+            );
+        }
+    }
+}

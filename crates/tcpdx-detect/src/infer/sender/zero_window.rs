@@ -67,3 +67,59 @@ impl SenderState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0, ack_row};
+
+    fn window(f: &mut Feed, t: i64, window: u64, tcp_flags: u16) -> u64 {
+        let mut a = ack_row(t, 1);
+        a.window = window;
+        a.tcp_flags |= tcp_flags;
+        f.receive(a, &[])
+    }
+
+    #[test]
+    fn a_zero_window_lasts_until_the_first_window_above_zero() {
+        for (next, closed) in [(0, false), (1, true), (2, true)] {
+            let mut f = Feed::new(10 * MS);
+            f.data(T0, 1, MSS, 0);
+            let start = window(&mut f, T0 + 10 * MS, 0, 0);
+            f.data(T0 + 20 * MS, 1001, 1, F::ZERO_WINDOW_PROBE);
+            let update = window(&mut f, T0 + 30 * MS, next, 0);
+            assert_eq!(
+                f.s.zero_windows.len(),
+                usize::from(closed),
+                "next window {next}"
+            );
+            f.s.finish(T0 + 40 * MS);
+            let z = f.s.zero_windows.get(0).unwrap();
+            assert_eq!((z.start, z.start_frame, z.probes), (T0 + 10 * MS, start, 1));
+            let end = if closed {
+                (T0 + 30 * MS, update)
+            } else {
+                (T0 + 40 * MS, 0)
+            };
+            assert_eq!((z.end, z.end_frame), end, "next window {next}");
+        }
+    }
+
+    #[test]
+    fn syn_and_rst_windows_neither_open_nor_close_a_period() {
+        for flag in [0x02, 0x04] {
+            let mut f = Feed::new(10 * MS);
+            window(&mut f, T0, 0, flag);
+            f.s.finish(T0 + MS);
+            assert!(f.s.zero_windows.is_empty(), "flags {flag:#x}");
+            window(&mut f, T0, 0, 0);
+            window(&mut f, T0 + MS, 100, flag);
+            f.s.finish(T0 + 2 * MS);
+            assert_eq!(
+                f.s.zero_windows.get(0).unwrap().end_frame,
+                0,
+                "flags {flag:#x}"
+            );
+        }
+    }
+}
