@@ -1,0 +1,365 @@
+//! Receiver delays: how long the receiver held the ACK of a lone segment.
+//!
+//! A lone segment is the only one sent since the receiver's last ACK; a receiver that ACKs
+//! every second segment (RFC 1122 section 4.2.3.2) holds its ACK until the delayed-ACK
+//! timer fires. States: `lone` holds the last lone segment until an ACK covers it; its hold
+//! (ACK delay minus the capture-to-receiver round trip) at least [`DELACK_MIN_HOLD_NS`] is a
+//! delayed ACK. During or right after loss recovery that is a [`DelackPause`]; otherwise a
+//! late pure ACK covering everything sent makes a Nagle candidate (`nagle_candidate`), and
+//! the next data segment decides: a sub-MSS segment at the acknowledged edge sent as soon as
+//! the ACK could reach the sender is a [`NaglePause`]. A lone segment that restarted a
+//! silent sender keeps its pause with the restart until a hole proves a timeout.
+
+use super::{MAX_EPISODES, SenderState, take_some};
+use tcpdx_core::SegmentAnalysis;
+
+/// A receiver that holds the ACK of a lone segment this much longer than the round trip is
+/// delaying it (lab truth.json: "ACK >= RTT + 20 ms"; Linux's shortest delayed-ACK timer is
+/// 40 ms, `TCP_DELACK_MIN`; ESXi's NFS client 100 ms; Windows 200 ms).
+pub const DELACK_MIN_HOLD_NS: i64 = 20_000_000;
+/// Lone-segment ACK delays kept for the receiver's delayed-ACK profile (tcpdx choice).
+pub const MAX_LONE_SAMPLES: usize = 4096;
+/// A lone segment sent within this many path round trips (and at least
+/// [`DELACK_MIN_HOLD_NS`]) after a loss episode ended belongs to its recovery (tcpdx choice:
+/// the recovery's last ACK and the sender's answer to it take one round trip each).
+pub const LONE_AFTER_RECOVERY_RTTS: i64 = 2;
+/// A segment sent this long after the ACK that released it, beyond the capture-to-sender
+/// share of the round trip, is not the tail that ACK released (tcpdx choice: scheduling and
+/// ACK processing take well under a millisecond).
+pub const NAGLE_RELEASE_SLACK_NS: i64 = 1_000_000;
+/// The capture-to-sender-and-back time allowed for the Nagle tail is one round trip plus
+/// this fraction (1/N) of it (tcpdx choice: the round-trip estimate is the smallest seen,
+/// and a later one may be a quarter longer).
+pub const NAGLE_RELEASE_RTT_DIVISOR: i64 = 4;
+
+/// A lone segment whose ACK the receiver held (delayed ACK) during or right after recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DelackPause {
+    /// The lone segment was sent.
+    pub start: i64,
+    /// Its ACK arrived.
+    pub end: i64,
+    /// Hold time: ACK delay minus the capture-to-receiver round trip.
+    pub hold: i64,
+    /// The lone segment.
+    pub lone_frame: u64,
+    /// The delayed ACK.
+    pub ack_frame: u64,
+    /// Third duplicate ACK of the loss episode, if it was a fast recovery.
+    pub third_dupack_frame: Option<u64>,
+    /// Fast retransmission of the loss episode, if any.
+    pub fast_retx_frame: Option<u64>,
+    /// Timeout retransmission of the loss episode, if any.
+    pub rto_frame: Option<u64>,
+}
+
+/// A sub-MSS segment that Nagle's algorithm (RFC 896) held until the receiver's delayed ACK
+/// of the data before it: the lone segment waits for the delayed-ACK timer, the pure ACK
+/// releases the small tail at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NaglePause {
+    /// The lone segment whose ACK was held was sent.
+    pub start: i64,
+    /// The held tail was sent.
+    pub end: i64,
+    /// Hold time of the ACK: its delay minus the capture-to-receiver round trip.
+    pub hold: i64,
+    /// The lone segment.
+    pub lone_frame: u64,
+    /// The delayed (pure) ACK.
+    pub ack_frame: u64,
+    /// The sub-MSS tail released by that ACK.
+    pub tail_frame: u64,
+}
+
+/// Candidate Nagle stall: a lone segment's ACK came late, without data, and covered
+/// everything sent; the next segment decides.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NagleCandidate {
+    lone_ts: i64,
+    lone_frame: u64,
+    ack_ts: i64,
+    ack_frame: u64,
+    hold: i64,
+    end: u64,
+}
+
+/// The only segment sent since the receiver's last ACK.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lone {
+    frame: u64,
+    ts: i64,
+    end: u64,
+    in_recovery: bool,
+}
+
+impl SenderState {
+    /// The data segment `a` ending at `end`, counted since the receiver's last ACK: the
+    /// first one is lone until more follow.
+    #[inline]
+    pub(super) fn note_lone(&mut self, a: &SegmentAnalysis, end: u64, path_rtt: i64) {
+        let ts = a.ts.0;
+        self.segs_since_ack += 1;
+        let after = (LONE_AFTER_RECOVERY_RTTS * path_rtt).max(DELACK_MIN_HOLD_NS);
+        self.lone = (self.segs_since_ack == 1).then(|| Lone {
+            frame: a.frame.0,
+            ts,
+            end,
+            in_recovery: self.episode.is_some()
+                || self
+                    .last_episode_end
+                    .is_some_and(|e| ts - e <= after && ts >= e),
+        });
+    }
+
+    /// The ACK `a` of the lone segment (if it covers it, and nothing else was sent): records
+    /// its delay and, if the receiver held it, the pause it made.
+    pub(super) fn check_lone_ack(&mut self, a: &SegmentAnalysis, path_rtt: i64) {
+        let ts = a.ts.0;
+        let ack = a.ack;
+        let Some(l) = take_some(&mut self.lone) else {
+            return;
+        };
+        if self.segs_since_ack != 1 || ack < l.end {
+            return;
+        }
+        let delay = ts - l.ts;
+        self.lone_ack_delays.push_capped(delay, MAX_LONE_SAMPLES);
+        // The first ACK delay seen may be this very delayed ACK: the handshake's round
+        // trip bounds the capture-to-receiver one too.
+        let base = match (self.downstream_rtt_min, path_rtt > 0) {
+            (Some(d), true) => d.min(path_rtt),
+            (Some(d), false) => d,
+            (None, true) => path_rtt,
+            (None, false) => 0,
+        };
+        let hold = delay - base;
+        if !l.in_recovery && hold >= DELACK_MIN_HOLD_NS && a.len == 0 && ack >= self.snd_nxt {
+            // The receiver sent nothing but the late ACK: if a small segment follows at
+            // once, Nagle was holding it (see `check_nagle_tail`).
+            self.nagle_candidate = Some(Box::new(NagleCandidate {
+                lone_ts: l.ts,
+                lone_frame: l.frame,
+                ack_ts: ts,
+                ack_frame: a.frame.0,
+                hold,
+                end: ack,
+            }));
+        }
+        if let Some(sr) = &mut self.silent_restart
+            && sr.frame == l.frame
+            && hold >= DELACK_MIN_HOLD_NS
+        {
+            // Kept until the capture shows the restart was a timeout's.
+            sr.lone_pause = Some(DelackPause {
+                start: l.ts,
+                end: ts,
+                hold,
+                lone_frame: l.frame,
+                ack_frame: a.frame.0,
+                third_dupack_frame: None,
+                fast_retx_frame: None,
+                rto_frame: Some(l.frame),
+            });
+        }
+        if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
+            let ep = self.episode.as_deref().or(self.episodes.last());
+            self.delack.push_capped(
+                DelackPause {
+                    start: l.ts,
+                    end: ts,
+                    hold,
+                    lone_frame: l.frame,
+                    ack_frame: a.frame.0,
+                    third_dupack_frame: ep.and_then(|e| e.third_dupack_frame),
+                    fast_retx_frame: ep.and_then(|e| e.fast_retx_frame),
+                    rto_frame: self
+                        .rto_open
+                        .as_deref()
+                        .copied()
+                        .or(self.rtos.last().copied())
+                        .and_then(|r| {
+                            (r.end <= l.ts && l.ts - r.end <= delay.max(1)).then_some(r.retx_frame)
+                        }),
+                },
+                MAX_EPISODES,
+            );
+        }
+    }
+
+    /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
+    /// right at the acknowledged edge, sent as soon as the ACK could reach the sender, is a
+    /// tail Nagle held (RFC 896; RFC 1122 section 4.2.3.4).
+    pub(super) fn check_nagle_tail(&mut self, a: &SegmentAnalysis, retx: bool, rtt: i64) {
+        let Some(c) = take_some(&mut self.nagle_candidate) else {
+            return;
+        };
+        // From the capture to the sender and back: up to one round trip when the capture is
+        // next to the receiver, about nothing next to the sender.
+        let rtt = rtt.max(0);
+        let limit = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
+        let small = self.mss > 0 && a.len < self.mss;
+        if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
+            return;
+        }
+        self.nagle.push_capped(
+            NaglePause {
+                start: c.lone_ts,
+                end: a.ts.0,
+                hold: c.hold,
+                lone_frame: c.lone_frame,
+                ack_frame: c.ack_frame,
+                tail_frame: a.frame.0,
+            },
+            MAX_EPISODES,
+        );
+    }
+
+    /// Median ACK delay of lone segments, ns.
+    pub fn median_lone_ack_delay(&self) -> Option<i64> {
+        let mut v: Vec<i64> = self.lone_ack_delays.iter().collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable();
+        Some(v[v.len() / 2])
+    }
+
+    /// Segments per advancing ACK (2 = the receiver ACKs every second segment, RFC 1122).
+    pub fn segments_per_ack(&self) -> Option<f64> {
+        (self.advancing_acks > 0).then(|| self.acked_pkts as f64 / self.advancing_acks as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0};
+    use tcpdx_core::AnalysisFlags as F;
+
+    /// A fast retransmission after a duplicate ACK, lone, its ACK held `hold` beyond the
+    /// path's 10 ms round trip. Returns the feed and the retransmission's frame.
+    fn held_in_recovery(hold: i64) -> (Feed, u64) {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 3);
+        f.dupack(T0 + 10 * MS, 1, 1, &[(1001, end)]);
+        let t = T0 + 10 * MS + 100_000;
+        let retx = f.data(t, 1, MSS, F::FAST_RETRANSMISSION);
+        f.ack(t + 10 * MS + hold, end);
+        (f, retx)
+    }
+
+    #[test]
+    fn a_lone_segment_in_recovery_held_20_ms_is_a_delayed_ack() {
+        let at = DELACK_MIN_HOLD_NS;
+        for (hold, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let (f, retx) = held_in_recovery(hold);
+            assert_eq!(f.s.delack.len(), pauses, "hold {hold}");
+            assert_eq!(f.s.median_lone_ack_delay(), Some(10 * MS + hold));
+            if let Some(p) = f.s.delack.last() {
+                assert_eq!(
+                    (p.lone_frame, p.hold, p.fast_retx_frame),
+                    (retx, hold, Some(retx))
+                );
+                assert_eq!((p.third_dupack_frame, p.rto_frame), (None, None));
+            }
+        }
+    }
+
+    #[test]
+    fn the_smallest_ack_delay_measured_is_the_round_trip_when_shorter() {
+        // Measured 4 ms to the receiver and back, under the 10 ms path estimate: the hold
+        // is counted from 4 ms.
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = crate::infer::sender::script::ack_row(T0 + 4 * MS, 1001);
+        a.ack_rtt_ns = Some(4 * MS);
+        f.receive(a, &[]);
+        assert_eq!(f.s.downstream_rtt_min, Some(4 * MS));
+        f.data(T0 + 5 * MS, 1001, MSS, 0);
+        f.ack(T0 + 5 * MS + 4 * MS + DELACK_MIN_HOLD_NS, 2001);
+        f.data(T0 + 30 * MS, 2001, 10, 0);
+        assert_eq!(f.s.nagle.last().map(|p| p.hold), Some(DELACK_MIN_HOLD_NS));
+    }
+
+    /// A loss episode on a path of `rtt` ending at `end`, then a lone segment `after` it
+    /// whose ACK is held 25 ms. Returns the feed.
+    fn lone_after_recovery(rtt: i64, after: i64) -> Feed {
+        let mut f = Feed::new(rtt);
+        f.burst(T0, 1, 2);
+        f.data(T0 + rtt + MS, 1, MSS, F::RETRANSMISSION);
+        let end = T0 + 2 * rtt + MS;
+        f.ack(end, 2001);
+        assert_eq!(f.s.last_episode_end, Some(end));
+        f.data(end + after, 2001, MSS, 0);
+        f.ack(end + after + rtt + 25 * MS, 3001);
+        f
+    }
+
+    #[test]
+    fn a_lone_segment_two_round_trips_after_recovery_still_belongs_to_it() {
+        // Two round trips of 30 ms; at least 20 ms on a 5 ms path.
+        for (rtt, at) in [(30 * MS, 60 * MS), (5 * MS, DELACK_MIN_HOLD_NS)] {
+            assert_eq!(at, (LONE_AFTER_RECOVERY_RTTS * rtt).max(DELACK_MIN_HOLD_NS));
+            for (after, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+                let f = lone_after_recovery(rtt, after);
+                assert_eq!(f.s.delack.len(), pauses, "RTT {rtt}, {after} ns after");
+            }
+        }
+    }
+
+    /// A lone full segment whose pure ACK comes `hold` beyond the 10 ms round trip, then
+    /// `len` bytes at the acknowledged edge `gap` after that ACK. Returns the feed and the
+    /// last frame.
+    fn nagle(hold: i64, gap: i64, len: u32) -> (Feed, u64) {
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let ack_ts = T0 + 10 * MS + hold;
+        f.ack(ack_ts, 1001);
+        let tail = f.data(ack_ts + gap, 1001, len, 0);
+        (f, tail)
+    }
+
+    #[test]
+    fn a_late_pure_ack_releases_a_nagle_tail() {
+        let at = DELACK_MIN_HOLD_NS;
+        for (hold, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let (f, tail) = nagle(hold, 0, 100);
+            assert_eq!(f.s.nagle.len(), pauses, "hold {hold}");
+            if let Some(p) = f.s.nagle.last() {
+                assert_eq!((p.lone_frame, p.ack_frame, p.tail_frame), (1, 2, tail));
+                assert_eq!((p.start, p.hold), (T0, hold));
+            }
+        }
+    }
+
+    #[test]
+    fn the_nagle_tail_follows_its_ack_within_a_round_trip_and_a_quarter() {
+        let rtt = 10 * MS;
+        let at = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
+        assert_eq!(at, 13_500_000);
+        for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+            let (f, _) = nagle(25 * MS, gap, 100);
+            assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    #[test]
+    fn the_nagle_tail_is_smaller_than_the_mss() {
+        for (len, pauses) in [(MSS - 1, 1), (MSS, 0), (MSS + 1, 0)] {
+            let (f, _) = nagle(25 * MS, 0, len);
+            assert_eq!(f.s.nagle.len(), pauses, "tail of {len} bytes");
+        }
+    }
+
+    #[test]
+    fn the_receivers_ack_ratio_counts_segments_per_advancing_ack() {
+        let mut f = Feed::new(10 * MS);
+        assert_eq!(f.s.segments_per_ack(), None);
+        let end = f.burst(T0, 1, 4);
+        f.ack(T0 + 10 * MS, 2001);
+        f.ack(T0 + 10 * MS, 2001);
+        f.ack(T0 + 11 * MS, end);
+        assert_eq!(f.s.segments_per_ack(), Some(2.0));
+    }
+}

@@ -1,0 +1,285 @@
+//! Round trips: the segments the sender sends between two ACKs one round trip apart.
+//!
+//! States: no round open (`round.active` false) or one open since its first segment,
+//! waiting for the ACK of the data sent when it opened (`end_seq`). A data segment opens a
+//! round when none is open and is counted in the open one; an ACK at or above `end_seq` at
+//! least [`ROUND_MIN_RTT_SHARE`] of the path round trip after the round's start closes it
+//! and opens the next if data is still in flight.
+
+use super::{MAX_SAMPLE_FRAMES, SenderState, push_capped};
+use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis};
+
+/// Rounds kept per direction (tcpdx choice: a 1-hour transfer at 36 ms RTT).
+pub const MAX_ROUNDS: usize = 100_000;
+/// A round trip lasts at least this share of the path RTT (tcpdx choice): next to the
+/// receiver, data and its ACK are microseconds apart and only the RTT separates one flight of
+/// the sender from the next.
+pub const ROUND_MIN_RTT_SHARE: f64 = 0.5;
+/// Rounds shorter than this share of the path RTT do not measure the path rate (tcpdx
+/// choice: a round lasts one RTT by definition; much shorter ones are measurement artefacts).
+pub const RATE_MIN_RTT_SHARE: f64 = 0.8;
+/// Rounds shorter than this many segments do not measure the path rate (tcpdx choice: a
+/// handful of segments is dominated by ACK timing, not by the bottleneck).
+pub const RATE_MIN_PKTS: u32 = 4;
+
+/// One round trip of the sender: segments sent between two ACKs one RTT apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Round {
+    /// Start (ns since epoch).
+    pub start: i64,
+    /// End: the ACK covering the round's first data.
+    pub end: i64,
+    /// Data segments sent in the round (retransmissions included).
+    pub pkts: u32,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// Bytes newly acknowledged during the round (delivery).
+    pub acked: u64,
+    /// Retransmitted segments.
+    pub retx: u32,
+    /// The receiver's window was full at least once in the round.
+    pub rwnd_limited: bool,
+    /// A loss episode was open during the round.
+    pub in_recovery: bool,
+    /// The receiver's advertised window at the end of the round (bytes).
+    pub rcv_window: u64,
+    /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
+    /// it) when a segment of the round was sent: the sender's effective window.
+    pub max_in_flight: u64,
+}
+
+impl Round {
+    /// Duration in ns.
+    pub fn duration(&self) -> i64 {
+        (self.end - self.start).max(0)
+    }
+    /// Delivery rate in bits/s (acknowledged bytes over the round's duration).
+    pub fn delivery_bps(&self) -> f64 {
+        let d = self.duration();
+        if d <= 0 {
+            0.0
+        } else {
+            self.acked as f64 * 8e9 / d as f64
+        }
+    }
+}
+
+/// The round being counted.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RoundAcc {
+    pub(super) active: bool,
+    start: i64,
+    end_seq: u64,
+    ack_at_start: u64,
+    pkts: u32,
+    bytes: u64,
+    retx: u32,
+    rwnd_limited: bool,
+    in_recovery: bool,
+    max_in_flight: u64,
+}
+
+impl RoundAcc {
+    /// Opens a new round at `start` that the ACK of `end_seq` closes.
+    ///
+    /// Field by field: assigning a whole struct built its value on the stack and copied
+    /// it, with wide loads of the narrow stores just made, which the CPU cannot forward.
+    #[inline]
+    fn open(&mut self, start: i64, end_seq: u64, ack_at_start: u64) {
+        self.active = true;
+        self.start = start;
+        self.end_seq = end_seq;
+        self.ack_at_start = ack_at_start;
+        self.pkts = 0;
+        self.bytes = 0;
+        self.retx = 0;
+        self.rwnd_limited = false;
+        self.in_recovery = false;
+        self.max_in_flight = 0;
+    }
+}
+
+impl SenderState {
+    /// The data segment `a` (ending at `end`, `retx` if a retransmission) counted in the
+    /// open round, which it opens if none is.
+    #[inline]
+    pub(super) fn count_in_round(&mut self, a: &SegmentAnalysis, end: u64, retx: bool) {
+        // A round opens with the first segment sent while none is open.
+        if !self.round.active {
+            self.round.open(a.ts.0, end.max(self.snd_nxt), self.snd_una);
+        }
+        self.round.pkts += 1;
+        self.round.bytes += u64::from(a.len);
+        if !retx {
+            let bif = a.bytes_in_flight.map_or(0, u64::from);
+            self.round.max_in_flight = self.round.max_in_flight.max(bif);
+        }
+        self.round.retx += u32::from(retx);
+        self.round.in_recovery |= self.episode.is_some();
+        if a.flags.has(F::WINDOW_FULL) {
+            self.window_full += 1;
+            push_capped(&mut self.window_full_frames, a.frame.0, MAX_SAMPLE_FRAMES);
+        }
+        let bif = a.bytes_in_flight.map_or(0, u64::from);
+        if a.flags.has(F::WINDOW_FULL)
+            || self
+                .rcv_window
+                .is_some_and(|w| w > 0 && bif + u64::from(self.mss.max(1)) > w)
+        {
+            self.round.rwnd_limited = true;
+        }
+    }
+
+    /// The ACK `a` of the peer: closes the open round if it covers the round's first data
+    /// and the round lasted long enough to be one.
+    #[inline]
+    pub(super) fn close_round(&mut self, a: &SegmentAnalysis, path_rtt: i64) {
+        let (ts, ack) = (a.ts.0, a.ack);
+        let min_round = (path_rtt as f64 * ROUND_MIN_RTT_SHARE) as i64;
+        if self.round.active && ack >= self.round.end_seq && ts - self.round.start >= min_round {
+            let r = Round {
+                start: self.round.start,
+                end: ts,
+                pkts: self.round.pkts,
+                bytes: self.round.bytes,
+                acked: ack.saturating_sub(self.round.ack_at_start),
+                retx: self.round.retx,
+                rwnd_limited: self.round.rwnd_limited,
+                in_recovery: self.round.in_recovery || self.episode.is_some(),
+                rcv_window: a.window,
+                max_in_flight: self.round.max_in_flight,
+            };
+            // A round in which nothing was sent says nothing about the window.
+            if r.pkts > 0 && self.rounds.len() < MAX_ROUNDS {
+                self.rounds.push(&r);
+            }
+            if self.snd_nxt > ack {
+                self.round.open(ts, self.snd_nxt, ack);
+            } else {
+                // The other fields are read only while a round is open.
+                self.round.active = false;
+            }
+        }
+    }
+
+    /// Highest delivery rate over rounds of at least [`RATE_MIN_PKTS`] segments, outside
+    /// recovery and lasting at least [`RATE_MIN_RTT_SHARE`] of `rtt` (shorter rounds are
+    /// ACK-compression artefacts, e.g. a cumulative ACK jumping over SACKed data), bits/s.
+    pub fn max_delivery_bps(&self, rtt: i64) -> f64 {
+        let min_dur = (rtt as f64 * RATE_MIN_RTT_SHARE) as i64;
+        self.rounds
+            .iter()
+            .filter(|r| r.pkts >= RATE_MIN_PKTS && !r.in_recovery && r.duration() >= min_dur)
+            .map(|r| r.delivery_bps())
+            .fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::sender::script::{Feed, MS, MSS, T0, ack_row, row};
+    use tcpdx_core::Dir;
+
+    /// The shortest round the code accepts for `rtt`, as it computes it.
+    fn share(rtt: i64, s: f64) -> i64 {
+        (rtt as f64 * s) as i64
+    }
+
+    #[test]
+    fn an_ack_closes_a_round_only_after_half_the_path_rtt() {
+        let rtt = 10 * MS;
+        let min = share(rtt, ROUND_MIN_RTT_SHARE);
+        for (after, rounds) in [(min - 1, 0), (min, 1), (min + 1, 1)] {
+            let mut f = Feed::new(rtt);
+            let end = f.burst(T0, 1, 4);
+            f.ack(T0 + after, end);
+            assert_eq!(
+                f.s.rounds.len(),
+                rounds,
+                "ACK {after} ns after the round's start"
+            );
+            if rounds == 1 {
+                let r = f.s.rounds.iter().next().unwrap();
+                assert_eq!((r.pkts, r.bytes, r.acked), (4, 4000, 4000));
+                assert_eq!(r.duration(), after);
+            }
+        }
+    }
+
+    #[test]
+    fn the_delivery_rate_needs_rounds_of_four_segments() {
+        let rtt = 10 * MS;
+        for (pkts, counted) in [(RATE_MIN_PKTS - 1, false), (RATE_MIN_PKTS, true), (5, true)] {
+            let mut f = Feed::new(0);
+            let end = f.burst(T0, 1, pkts);
+            f.ack(T0 + rtt, end);
+            let want = if counted {
+                f64::from(pkts * MSS) * 8e9 / rtt as f64
+            } else {
+                0.0
+            };
+            assert_eq!(f.s.max_delivery_bps(rtt), want, "{pkts} segments");
+        }
+    }
+
+    #[test]
+    fn the_delivery_rate_needs_rounds_of_most_of_a_round_trip() {
+        let rtt = 10 * MS;
+        let min = share(rtt, RATE_MIN_RTT_SHARE);
+        for (dur, counted) in [(min - 1, false), (min, true), (min + 1, true)] {
+            let mut f = Feed::new(0);
+            let end = f.burst(T0, 1, 4);
+            f.ack(T0 + dur, end);
+            assert_eq!(f.s.rounds.len(), 1);
+            assert_eq!(
+                f.s.max_delivery_bps(rtt) > 0.0,
+                counted,
+                "round of {dur} ns"
+            );
+        }
+    }
+
+    #[test]
+    fn a_round_is_window_limited_when_one_more_segment_would_overfill_the_window() {
+        let window = 10_000;
+        let fits = window - u64::from(MSS);
+        for (in_flight, limited) in [(fits - 1, false), (fits, false), (fits + 1, true)] {
+            let mut f = Feed::new(0);
+            let mut a = ack_row(T0, 1);
+            a.window = window;
+            f.receive(a, &[]);
+            let mut d = row(T0 + MS, Dir::ClientToServer, 1, 1, MSS);
+            d.bytes_in_flight = Some(in_flight as u32);
+            f.send(d);
+            f.ack(T0 + 11 * MS, 1001);
+            let r = f.s.rounds.iter().next().unwrap();
+            assert_eq!(r.rwnd_limited, limited, "{in_flight} bytes in flight");
+            assert_eq!(r.max_in_flight, in_flight);
+        }
+    }
+
+    #[test]
+    fn an_ack_short_of_the_rounds_first_data_leaves_it_open() {
+        let mut f = Feed::new(0);
+        f.burst(T0, 1, 3);
+        f.ack(T0 + 10 * MS, 1000);
+        assert_eq!(f.s.rounds.len(), 0, "one byte short of the first segment");
+        f.ack(T0 + 11 * MS, 1001);
+        assert_eq!(f.s.rounds.len(), 1);
+        // Data still in flight: the next round opened at that ACK, until the ACK of what
+        // was in flight then.
+        f.data(T0 + 12 * MS, 3001, MSS, 0);
+        f.ack(T0 + 21 * MS, 3000);
+        assert_eq!(f.s.rounds.len(), 1);
+        f.ack(T0 + 22 * MS, 3001);
+        let second = f.s.rounds.iter().nth(1).unwrap();
+        assert_eq!(
+            (second.start, second.pkts, second.acked),
+            (T0 + 11 * MS, 1, 2000)
+        );
+        // Nothing was sent in the third round: not kept.
+        f.ack(T0 + 40 * MS, 4001);
+        assert_eq!(f.s.rounds.len(), 2);
+    }
+}
