@@ -6,10 +6,12 @@
 //! at minor or above of a kind neither required nor allowed is a false positive, and so is
 //! any kind these rules do not know.
 
+use crate::capture::Pkt;
 use crate::scenario::{NftHook, Scenario, Workload};
 use crate::truth::{Connection, Truth};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::net::SocketAddrV4;
 
 /// Every kind of tcpdx's catalogue (docs/json-format.md).
 pub const KINDS: &[&str] = &[
@@ -51,6 +53,9 @@ pub const NAGLE_EXCESS_MS: f64 = 20.0;
 pub const REQUIRED_NAGLE_STALLS: usize = 3;
 /// A server stall at least this long (s), overlapping the transfer, must be reported.
 pub const REQUIRED_STALL_S: f64 = 0.2;
+/// Share of the life a bulk sender sat idle (everything acknowledged, nothing new sent) at
+/// and above which `application-limited` is allowed: tcpdx's `minor` line.
+pub const ALLOWED_IDLE_SHARE: f64 = 0.02;
 
 /// What the truth and the recipe say about a case (the inputs of the rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -111,6 +116,9 @@ pub struct Facts {
     pub no_window_scaling: bool,
     /// Packets the primary capture lost (kernel drops) or any unintended drop.
     pub capture_or_health_problem: bool,
+    /// Time (s) the main sender had everything acknowledged and sent nothing new, by its own
+    /// capture (a bulk sender starved of CPU on this shared machine).
+    pub sender_idle_s: f64,
 }
 
 /// One requirement: met when any of `kinds` is reported (the first names it).
@@ -258,6 +266,10 @@ pub fn label(f: &Facts) -> Labels {
     if f.zero_windows > 0 || f.rwnd_share >= ALLOWED_RWND_SHARE {
         l.allow("receiver-window-limited");
     }
+    // a bulk sender that really sat idle (starved of CPU): the capture shows an idle sender
+    if f.family == "bulk" && share(f.sender_idle_s, life) >= ALLOWED_IDLE_SHARE {
+        l.allow("application-limited");
+    }
     // storage server stall: the server holding its replies
     if f.family == "storage" {
         l.allow("application-limited");
@@ -302,6 +314,46 @@ pub fn label(f: &Facts) -> Labels {
     // the healthy verdict is never a false alarm
     l.allow("path-limited");
     l
+}
+
+/// Time (s) `sender` had all its data acknowledged and sent no new data, in its own capture
+/// `pkts`: from the ACK of everything sent to the next new data segment (the wait for the
+/// FIN at the end does not count).
+pub fn sender_idle_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
+    let seq_le = |a: u32, b: u32| (b.wrapping_sub(a) as i32) >= 0;
+    let (ip, port) = (sender.ip().octets(), sender.port());
+    let mut high: Option<u32> = None;
+    let mut idle_since: Option<i64> = None;
+    let mut total = 0i64;
+    for p in pkts {
+        if p.src == ip && p.sport == port {
+            if p.syn() {
+                high = Some(p.seq.wrapping_add(1));
+                continue;
+            }
+            if p.len == 0 {
+                continue;
+            }
+            let end = p.seq.wrapping_add(p.len);
+            if let Some(h) = high
+                && !seq_le(end, h)
+            {
+                if let Some(t0) = idle_since.take() {
+                    total += p.t_ns - t0;
+                }
+                high = Some(end);
+            }
+        } else if p.dst == ip
+            && p.dport == port
+            && p.len == 0
+            && !p.syn()
+            && high.is_some_and(|h| seq_le(h, p.ack))
+            && idle_since.is_none()
+        {
+            idle_since = Some(p.t_ns);
+        }
+    }
+    total as f64 / 1e9
 }
 
 fn nstat_sum(t: &Truth, keys: &[&str]) -> u64 {
@@ -631,6 +683,50 @@ mod tests {
         f.capture_or_health_problem = true;
         let l = label(&f);
         assert!(l.permits("handshake-and-setup") && l.permits("capture-quality"));
+    }
+
+    #[test]
+    fn bulk_sender_idle_allows_application_limited() {
+        let mut f = clean();
+        f.sender_idle_s = ALLOWED_IDLE_SHARE * f.life_s * 0.99;
+        assert!(!label(&f).permits("application-limited"));
+        f.sender_idle_s = ALLOWED_IDLE_SHARE * f.life_s;
+        let l = label(&f);
+        assert!(l.permits("application-limited") && l.required.is_empty());
+    }
+
+    #[test]
+    fn sender_idle_from_the_senders_capture() {
+        let snd: SocketAddrV4 = "10.1.1.2:5000".parse().unwrap();
+        let pkt = |t_ms: i64, from_sender: bool, seq: u32, ack: u32, len: u32, flags: u8| {
+            let (a, b) = ([10, 1, 1, 2], [10, 1, 2, 2]);
+            Pkt {
+                t_ns: t_ms * 1_000_000,
+                src: if from_sender { a } else { b },
+                dst: if from_sender { b } else { a },
+                sport: if from_sender { 5000 } else { 80 },
+                dport: if from_sender { 80 } else { 5000 },
+                seq,
+                ack,
+                flags,
+                win: 1000,
+                len,
+            }
+        };
+        let v = vec![
+            pkt(0, true, 99, 0, 0, 0x02),      // SYN
+            pkt(10, false, 0, 100, 0, 0x12),   // SYN-ACK
+            pkt(10, true, 100, 1, 1000, 0x10), // data at once: no idle
+            pkt(11, true, 1100, 1, 1000, 0x10),
+            pkt(20, false, 1, 1100, 0, 0x10), // partial ACK: still in flight
+            pkt(21, false, 1, 2100, 0, 0x10), // everything acknowledged
+            pkt(71, true, 2100, 1, 1000, 0x10), // 50 ms idle
+            pkt(72, true, 2100, 1, 1000, 0x10), // a retransmission ends nothing
+            pkt(80, false, 1, 3100, 0, 0x10),
+            pkt(90, true, 3100, 1, 0, 0x11), // FIN: the final wait does not count
+        ];
+        assert!((sender_idle_s(&v, snd) - 0.050).abs() < 1e-9);
+        assert_eq!(sender_idle_s(&v[..6], snd), 0.0);
     }
 
     #[test]

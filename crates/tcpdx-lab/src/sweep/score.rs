@@ -215,7 +215,21 @@ pub fn score_dir_case(bin: &Path, seed: u64, dir: &Path) -> Result<ScoredCase> {
         .iter()
         .find(|c| c.primary)
         .with_context(|| format!("{}: no primary capture", dir.display()))?;
-    let facts = labels::facts(&sc, &t);
+    let mut facts = labels::facts(&sc, &t);
+    // the main sender's own capture (always taken at both end hosts)
+    if let Some(main) = t.connections.iter().max_by_key(|c| c.bytes_sent)
+        && let Ok(sender) = main.sender.parse::<std::net::SocketAddrV4>()
+    {
+        let point = if sender.ip().to_string() == t.topology.client {
+            "client"
+        } else {
+            "server"
+        };
+        if let Some(f) = t.files.captures.iter().find(|c| c.point == point) {
+            let pkts = crate::capture::read_pcap(&dir.join(&f.file))?;
+            facts.sender_idle_s = labels::sender_idle_s(&pkts, sender);
+        }
+    }
     let labels = labels::label(&facts);
     let found = found_kinds(&diagnose(bin, &dir.join(&primary.file))?);
     let set: BTreeSet<String> = found.keys().cloned().collect();
