@@ -94,6 +94,10 @@ pub struct Facts {
     pub delack_pauses: usize,
     /// Their total length (s).
     pub delack_s: f64,
+    /// ACKs at the sender that came >= 20 ms later than the round trip after the previous
+    /// one while the sender had at most one segment out and a window of at most 2 (a lone
+    /// segment's delayed ACK, after a fast retransmission as well as after an RTO).
+    pub lone_delayed_acks: usize,
     /// Zero-window intervals seen by the sender.
     pub zero_windows: usize,
     /// Their total length (s).
@@ -222,13 +226,13 @@ pub fn label(f: &Facts) -> Labels {
         l.allow("cwnd-collapse");
     }
     // delack-slowstart-stall
-    if f.delack_pauses > 0 {
-        if share(f.delack_s, life) >= REQUIRED_SHARE {
-            l.require(
-                &["delack-slowstart-stall"],
-                format!("{} delayed-ACK pauses after an RTO", f.delack_pauses),
-            );
-        }
+    if f.delack_pauses > 0 && share(f.delack_s, life) >= REQUIRED_SHARE {
+        l.require(
+            &["delack-slowstart-stall"],
+            format!("{} delayed-ACK pauses after an RTO", f.delack_pauses),
+        );
+    }
+    if f.delack_pauses > 0 || f.lone_delayed_acks > 0 {
         l.allow("delack-slowstart-stall");
     }
     // spurious retransmission / reordering
@@ -356,6 +360,22 @@ pub fn sender_idle_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
     total as f64 / 1e9
 }
 
+/// ACK samples of `c` that came >= [`NAGLE_EXCESS_MS`] later than the round trip after the
+/// previous ACK, with at most one segment out and a window of at most 2 segments before them.
+pub fn lone_delayed_acks(c: &Connection) -> usize {
+    let mss = c.mss.max(536);
+    c.samples
+        .windows(2)
+        .filter(|w| {
+            let s = &w[1];
+            s.inflight <= mss
+                && s.cwnd <= 2
+                && w[1].t_ns - w[0].t_ns
+                    >= i64::from(s.srtt_us) * 1000 + (NAGLE_EXCESS_MS * 1e6) as i64
+        })
+        .count()
+}
+
 fn nstat_sum(t: &Truth, keys: &[&str]) -> u64 {
     t.counters
         .nstat
@@ -450,6 +470,7 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
             .iter()
             .map(|p| p.length_ns as f64 / 1e9)
             .sum::<f64>();
+        f.lone_delayed_acks += lone_delayed_acks(conn);
         f.zero_windows += conn.episodes.zero_windows.len();
         f.zero_window_s += conn
             .episodes
@@ -683,6 +704,38 @@ mod tests {
         f.capture_or_health_problem = true;
         let l = label(&f);
         assert!(l.permits("handshake-and-setup") && l.permits("capture-quality"));
+    }
+
+    #[test]
+    fn lone_delayed_acks_allow_the_delack_finding() {
+        use crate::truth::Sample;
+        let s = |t_ms: i64, cwnd: u32, inflight: u32| Sample {
+            t_ns: t_ms * 1_000_000,
+            cwnd,
+            ssthresh: 10,
+            srtt_us: 10_000,
+            snd_wnd: 1 << 20,
+            inflight,
+        };
+        let mut c = Connection {
+            mss: 1448,
+            samples: vec![
+                s(0, 10, 14480),
+                s(30, 1, 1448),  // 30 ms = RTT + 20 ms: a held ACK
+                s(59, 1, 1448),  // 29 ms: not
+                s(90, 4, 1448),  // a larger window: not a lone segment's
+                s(120, 2, 2896), // two segments out: not
+            ],
+            ..Default::default()
+        };
+        assert_eq!(lone_delayed_acks(&c), 1);
+        c.samples[1].t_ns -= 1;
+        assert_eq!(lone_delayed_acks(&c), 0);
+        let mut f = clean();
+        assert!(!label(&f).permits("delack-slowstart-stall"));
+        f.lone_delayed_acks = 1;
+        let l = label(&f);
+        assert!(l.permits("delack-slowstart-stall") && l.required.is_empty());
     }
 
     #[test]
