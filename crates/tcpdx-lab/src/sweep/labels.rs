@@ -783,6 +783,31 @@ mod tests {
     }
 
     #[test]
+    fn nagle_turns_from_the_clients_latencies() {
+        let mut sc = super::super::generate(1);
+        sc.workload = Workload::ReqResp {
+            transactions: 4,
+            parts: 2,
+            req_bytes: 100,
+            resp_bytes: 100,
+            nodelay: false,
+            cc: "reno".into(),
+        };
+        sc.relay.as_mut().unwrap().delay_ms = 5.0;
+        // RTT 10 ms: 30 ms is exactly RTT + 20 ms, 29.9 ms is not
+        let t = Truth {
+            workload: serde_json::json!({"client": {"secs": 1.0, "latencies_ms": [10.0, 29.9, 30.0, 60.0]}}),
+            ..Default::default()
+        };
+        let f = facts(&sc, &t);
+        assert_eq!(f.family, "reqresp");
+        assert_eq!(f.nagle_stalls, 2);
+        assert!((f.nagle_s - 0.070).abs() < 1e-9);
+        assert_eq!(f.reqresp_s, 1.0);
+        assert!(!f.nodelay);
+    }
+
+    #[test]
     fn facts_from_a_truth() {
         use crate::truth::{
             Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample, StateInterval,
