@@ -68,6 +68,10 @@ pub struct Facts {
     pub life_s: f64,
     /// Data segments dropped in the network: relay, tbf, nft in the router, unintended.
     pub net_drops: u64,
+    /// Of `net_drops`, those of the bottleneck's queue (tbf): the path's own limit.
+    pub queue_drops: u64,
+    /// The data sender runs BBR, whose rate loss barely changes: time in recovery is no cost.
+    pub bbr: bool,
     /// Data segments dropped inside the receiving host (nft input hook).
     pub host_drops: u64,
     /// Pure ACKs dropped on purpose.
@@ -177,8 +181,11 @@ pub fn label(f: &Facts) -> Labels {
     let life = f.life_s;
     // network-loss / cwnd-collapse: data really lost before the receiver
     let rec = share(f.recovery_s, life);
+    // Loss costs time when it is not the bottleneck queue's overflow (the path's limit)
+    // and the sender's window follows it (not BBR).
+    let costly = !f.bbr && rec >= REQUIRED_RECOVERY_SHARE;
     if f.net_drops > 0 && f.retx_segments > 0 {
-        if rec >= REQUIRED_RECOVERY_SHARE {
+        if costly && f.net_drops > f.queue_drops {
             l.require(
                 &["network-loss", "cwnd-collapse"],
                 format!(
@@ -194,7 +201,7 @@ pub fn label(f: &Facts) -> Labels {
     // receiver-host-drops: dropped inside the receiver, after a capture that saw them arrive
     if f.host_drops > 0 && f.retx_segments > 0 {
         let saw_arrive = f.capture != "client";
-        if saw_arrive && rec >= REQUIRED_RECOVERY_SHARE {
+        if saw_arrive && costly {
             l.require(
                 &["receiver-host-drops"],
                 format!(
@@ -421,6 +428,14 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
     };
     f.net_drops = t.injected.drops.len() as u64 + c.tbf_drops.unwrap_or(0) + nft_net + unintended;
     f.host_drops = nft_host;
+    f.queue_drops = c.tbf_drops.unwrap_or(0);
+    f.bbr = match &sc.workload {
+        Workload::Bulk { cc, .. } | Workload::ReqResp { cc, .. } => cc == "bbr",
+        // reads: the server sends (its netns default); writes: the client (reno)
+        Workload::Storage { op, server_cc, .. } => {
+            !crate::storage::is_write(*op) && server_cc == "bbr"
+        }
+    };
     f.ack_drops = c.ack_drops.unwrap_or(0);
     f.dsacks = nstat_sum(t, &["TcpExtTCPDSACKRecv", "TcpExtTCPDSACKOfoRecv"]);
     f.kernel_reorder = nstat_sum(
@@ -585,8 +600,18 @@ mod tests {
         let l = label(&f);
         assert_eq!(req_kinds(&l), vec!["network-loss"]);
         assert_eq!(l.required[0].kinds, vec!["network-loss", "cwnd-collapse"]);
+        // a BBR sender, or drops of the bottleneck's queue only: allowed, not required
+        f.bbr = true;
+        assert!(label(&f).required.is_empty());
+        f.bbr = false;
+        f.queue_drops = 20;
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("network-loss"));
+        f.queue_drops = 19;
+        assert_eq!(req_kinds(&label(&f)), vec!["network-loss"]);
         // no drop injected, even with retransmissions: network-loss is a false positive
         f.net_drops = 0;
+        f.queue_drops = 0;
         let l = label(&f);
         assert!(!l.permits("network-loss"));
     }
