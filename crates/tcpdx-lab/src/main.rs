@@ -203,6 +203,9 @@ fn score_and_print(
         std::fs::write(p, serde_json::to_vec_pretty(&r)?)
             .with_context(|| format!("writing {}", p.display()))?;
     }
+    if !r.errors.is_empty() {
+        bail!("{} case(s) could not be scored", r.errors.len());
+    }
     Ok(())
 }
 

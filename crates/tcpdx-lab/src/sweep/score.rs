@@ -155,6 +155,9 @@ pub struct Report {
     pub cases: Vec<ScoredCase>,
     /// Seeds asked for that have no finished case in the directory.
     pub missing: Vec<u64>,
+    /// Cases that could not be scored (tcpdx failed on the capture, unreadable truth), with
+    /// the reason; not in the tallies.
+    pub errors: Vec<(u64, String)>,
     /// Per-kind tallies.
     pub kinds: BTreeMap<String, Tally>,
     /// Cases with no false positive and no miss.
@@ -256,8 +259,12 @@ pub fn score_run(dir: &Path, bin: &Path, seeds: Option<&[u64]>) -> Result<Report
         None => all.keys().copied().collect(),
     };
     let mut cases = Vec::new();
+    let mut errors = Vec::new();
     for seed in want {
-        cases.push(score_dir_case(bin, seed, &all[&seed])?);
+        match score_dir_case(bin, seed, &all[&seed]) {
+            Ok(c) => cases.push(c),
+            Err(e) => errors.push((seed, format!("{e:#}"))),
+        }
     }
     let kinds = tally(cases.iter().map(|c| &c.score));
     let cases_ok = cases.iter().filter(|c| c.score.ok()).count();
@@ -266,6 +273,7 @@ pub fn score_run(dir: &Path, bin: &Path, seeds: Option<&[u64]>) -> Result<Report
         dir: dir.display().to_string(),
         cases,
         missing,
+        errors,
         kinds,
         cases_ok,
     })
@@ -279,11 +287,16 @@ impl Report {
     /// The per-kind table and the per-case table, as text.
     pub fn text(&self) -> String {
         let mut s = format!(
-            "sweep-score: {} cases in {} with {} ({} without false positive or miss){}\n\n",
+            "sweep-score: {} cases in {} with {} ({} without false positive or miss){}{}\n\n",
             self.cases.len(),
             self.dir,
             self.tcpdx,
             self.cases_ok,
+            if self.errors.is_empty() {
+                String::new()
+            } else {
+                format!("; {} cases NOT SCORED (errors below)", self.errors.len())
+            },
             if self.missing.is_empty() {
                 String::new()
             } else {
@@ -307,6 +320,9 @@ impl Report {
             );
         }
         s += "\nseed   ok  required | found (minor+) | FP | FN | case\n";
+        for (seed, e) in &self.errors {
+            s += &format!("{seed:<6} ERROR {e}\n");
+        }
         for c in &self.cases {
             let req: Vec<String> = c
                 .labels
