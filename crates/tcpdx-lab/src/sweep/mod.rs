@@ -121,6 +121,20 @@ pub fn generate(seed: u64) -> Scenario {
         62..74 => reqresp(&mut r, &mut sc, rtt_ms, &mut desc),
         _ => storage(&mut r, &mut sc, &mut desc),
     }
+    // Reordering alone and drops inside the receiving host are rare among the mixes above;
+    // a separate stream picks ~12% of the seeds for them (the other seeds' cases unchanged).
+    let mut s2 = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0xd134_2543_de82_ef95) ^ 0x0e0e);
+    match s2.random_range(0..100) {
+        0..8 => {
+            desc = vec![format!("RTT {rtt_ms} ms")];
+            pure_reordering(&mut s2, &mut sc, rtt_ms, &mut desc);
+        }
+        8..12 => {
+            desc = vec![format!("RTT {rtt_ms} ms")];
+            host_drops(&mut s2, &mut sc, rtt_ms, &mut desc);
+        }
+        _ => {}
+    }
     desc.push(format!("capture {}", sc.capture.stem()));
     sc.description = desc.join(", ");
     sc
@@ -292,6 +306,74 @@ fn bulk(r: &mut ChaCha8Rng, sc: &mut Scenario, rtt_ms: f64, desc: &mut Vec<Strin
         read_sleep_ms,
         start_delay_ms,
     };
+    desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
+}
+
+fn plain_bulk(sc: &mut Scenario, cc: String, bytes: u64) {
+    sc.workload = Workload::Bulk {
+        bytes,
+        short_bytes: bytes,
+        cc,
+        rcvbuf: None,
+        read_size: None,
+        read_sleep_ms: 0.0,
+        start_delay_ms: 0.0,
+    };
+    sc.relay = Some(RelaySpec {
+        delay_ms: sc.relay.as_ref().map_or(1.0, |r| r.delay_ms),
+        ..Default::default()
+    });
+    sc.tbf = None;
+    sc.nft_loss = None;
+    sc.ack_loss_per_mille = 0;
+    sc.no_window_scaling = false;
+    sc.snaplen = 128;
+}
+
+/// Bulk with reordering only: segments held longer than RACK's window (a quarter of the
+/// minimum RTT) or by a count, so the sender may retransmit data that was not lost.
+fn pure_reordering(r: &mut ChaCha8Rng, sc: &mut Scenario, rtt_ms: f64, desc: &mut Vec<String>) {
+    let cc = pick_cc(r);
+    desc.insert(0, format!("bulk {cc}, reordering only"));
+    plain_bulk(sc, cc, 4_000_000);
+    sc.capture = pick_capture(r);
+    let relay = sc.relay.as_mut().expect("relay");
+    relay.reorder_prob = f64::from(r.random_range(3..=10)) / 1000.0;
+    if r.random_bool(0.7) {
+        relay.reorder_delay_ms =
+            round1(r.random_range((rtt_ms / 2.0).max(2.0)..30.0_f64.max(rtt_ms)));
+        desc.push(format!(
+            "reorder {:.1}% held {} ms",
+            relay.reorder_prob * 100.0,
+            relay.reorder_delay_ms
+        ));
+    } else {
+        relay.reorder_k = r.random_range(3..20);
+        desc.push(format!(
+            "reorder {:.1}% by {} packets",
+            relay.reorder_prob * 100.0,
+            relay.reorder_k
+        ));
+    }
+    desc.push("4.0 MB".into());
+}
+
+/// Bulk with data segments dropped inside the receiving host (after every capture point).
+fn host_drops(r: &mut ChaCha8Rng, sc: &mut Scenario, rtt_ms: f64, desc: &mut Vec<String>) {
+    let cc = pick_cc(r);
+    desc.insert(0, format!("bulk {cc}"));
+    let per_mille = r.random_range(3..=20);
+    let p = f64::from(per_mille) / 1000.0;
+    let rate = LAB_RATE_BPS.min(MSS * 8.0 * 1.22 / (rtt_ms / 1e3 * p.sqrt()));
+    let bytes = ((rate / 8.0 * TARGET_SECS) as u64).clamp(MIN_BYTES, MAX_BYTES);
+    plain_bulk(sc, cc, bytes);
+    sc.nft_loss = Some(NftLossSpec {
+        hook: NftHook::ServerInput,
+        per_mille,
+        dport: BULK_PORT,
+    });
+    sc.capture = *pick(r, &[Point::Server, Point::RouterServerSide, Point::Client]);
+    desc.push(format!("nft loss {per_mille}‰ in the receiving host"));
     desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
 }
 
@@ -602,6 +684,32 @@ mod tests {
             }
         }
         assert!(checked >= 20, "{checked}");
+    }
+
+    #[test]
+    fn reordering_only_and_host_drop_cases() {
+        let all: Vec<Scenario> = (1..=300).map(generate).collect();
+        let pure: Vec<&Scenario> = all
+            .iter()
+            .filter(|s| s.description.contains("reordering only"))
+            .collect();
+        assert!(pure.len() >= 10, "{}", pure.len());
+        for s in pure {
+            let r = s.relay.as_ref().unwrap();
+            assert!(r.reorder_prob > 0.0 && r.drop_prob == 0.0 && r.drop_nth.is_empty());
+            assert!(r.blackout_after.is_empty() && s.tbf.is_none() && s.nft_loss.is_none());
+            assert_eq!(s.ack_loss_per_mille, 0);
+        }
+        let host = all
+            .iter()
+            .filter(|s| {
+                s.nft_loss
+                    .as_ref()
+                    .is_some_and(|l| l.hook == NftHook::ServerInput)
+                    && s.capture != Point::Client
+            })
+            .count();
+        assert!(host >= 5, "{host}");
     }
 
     #[test]
