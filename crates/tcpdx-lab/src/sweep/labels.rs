@@ -51,6 +51,8 @@ pub const REQUIRED_SPURIOUS_CUTS: usize = 2;
 pub const NAGLE_EXCESS_MS: f64 = 20.0;
 /// Nagle stalls at and above which the Nagle finding is required (with their time share).
 pub const REQUIRED_NAGLE_STALLS: usize = 3;
+/// Longest hold beyond the round trip that is a delayed ACK (Linux's cap is 200 ms).
+pub const MAX_DELACK_EXCESS_NS: i64 = 250_000_000;
 /// A server stall at least this long (s), overlapping the transfer, must be reported.
 pub const REQUIRED_STALL_S: f64 = 0.2;
 /// Share of the life a bulk sender sat idle (everything acknowledged, nothing new sent) at
@@ -94,7 +96,8 @@ pub struct Facts {
     pub rto_stall_s: f64,
     /// Time in Recovery or Loss (s).
     pub recovery_s: f64,
-    /// Delayed-ACK pauses after a lone post-RTO segment.
+    /// Delayed-ACK pauses after a lone post-RTO segment (held at most
+    /// [`MAX_DELACK_EXCESS_NS`] beyond the round trip).
     pub delack_pauses: usize,
     /// Their total length (s).
     pub delack_s: f64,
@@ -478,13 +481,17 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
             .filter(|s| s.state == "Recovery" || s.state == "Loss")
             .map(|s| (s.end_ns - s.start_ns) as f64 / 1e9)
             .sum::<f64>();
-        f.delack_pauses += conn.episodes.delack_pauses.len();
-        f.delack_s += conn
+        // A Linux receiver holds an ACK at most 200 ms: a longer "pause" after an RTO waited
+        // for something else (a closed window, a lost ACK).
+        for p in conn
             .episodes
             .delack_pauses
             .iter()
-            .map(|p| p.length_ns as f64 / 1e9)
-            .sum::<f64>();
+            .filter(|p| p.excess_ns <= MAX_DELACK_EXCESS_NS)
+        {
+            f.delack_pauses += 1;
+            f.delack_s += p.length_ns as f64 / 1e9;
+        }
         f.lone_delayed_acks += lone_delayed_acks(conn);
         f.zero_windows += conn.episodes.zero_windows.len();
         f.zero_window_s += conn
@@ -835,7 +842,7 @@ mod tests {
     #[test]
     fn facts_from_a_truth() {
         use crate::truth::{
-            Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample, StateInterval,
+            DelackPause, Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample, StateInterval,
         };
         let sc = super::super::generate(3);
         let s = |t: i64, inflight: u32, wnd: u32| Sample {
@@ -891,6 +898,22 @@ mod tests {
                 end_ns: 1_500_000_000,
             }],
             episodes: Episodes {
+                delack_pauses: vec![
+                    DelackPause {
+                        start_ns: 0,
+                        end_ns: 60_000_000,
+                        length_ns: 60_000_000,
+                        excess_ns: 50_000_000,
+                        inflight_segments: 1,
+                    },
+                    DelackPause {
+                        start_ns: 0,
+                        end_ns: 270_000_000,
+                        length_ns: 270_000_000,
+                        excess_ns: MAX_DELACK_EXCESS_NS + 1,
+                        inflight_segments: 1,
+                    },
+                ],
                 rtos: vec![RtoEpisode {
                     start_ns: 1_200_000_000,
                     end_ns: 1_500_000_000,
@@ -906,6 +929,9 @@ mod tests {
         assert_eq!(f.net_drops, 2);
         assert_eq!((f.retx_segments, f.spurious_retx), (2, 1));
         assert_eq!(f.rtos, 1);
+        // the pause held beyond Linux's delayed-ACK cap is not one
+        assert_eq!(f.delack_pauses, 1);
+        assert!((f.delack_s - 0.060).abs() < 1e-9);
         // last ACK before the RTO at 1.0 s, RTO at 1.2 s
         assert!((f.rto_stall_s - 0.2).abs() < 1e-9);
         assert!((f.recovery_s - 0.3).abs() < 1e-9);

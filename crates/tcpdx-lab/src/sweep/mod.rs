@@ -133,6 +133,10 @@ pub fn generate(seed: u64) -> Scenario {
             desc = vec![format!("RTT {rtt_ms} ms")];
             host_drops(&mut s2, &mut sc, rtt_ms, &mut desc);
         }
+        12..16 => {
+            desc = vec![format!("RTT {rtt_ms} ms")];
+            rto_delack(&mut s2, &mut sc, &mut desc);
+        }
         _ => {}
     }
     desc.push(format!("capture {}", sc.capture.stem()));
@@ -374,6 +378,40 @@ fn host_drops(r: &mut ChaCha8Rng, sc: &mut Scenario, rtt_ms: f64, desc: &mut Vec
     });
     sc.capture = *pick(r, &[Point::Server, Point::RouterServerSide, Point::Client]);
     desc.push(format!("nft loss {per_mille}‰ in the receiving host"));
+    desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
+}
+
+/// Case 000's recipe with random values: blackouts force RTOs and the receiver (route
+/// rto_min 1 s, so no quickack after the silence; fixed SO_RCVBUF) delays the ACK of the lone
+/// post-RTO segment.
+fn rto_delack(r: &mut ChaCha8Rng, sc: &mut Scenario, desc: &mut Vec<String>) {
+    let cc = (*pick(r, &["reno", "cubic"])).to_string();
+    desc.insert(0, format!("bulk {cc}, RTO + delayed ACK receiver"));
+    let n = r.random_range(1..=2);
+    let mut at = r.random_range(300..1000);
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(at.to_string());
+        at += r.random_range(800..2000);
+    }
+    let bytes = ((at + 500) * MSS as u64).clamp(MIN_BYTES, MAX_BYTES);
+    plain_bulk(sc, cc, bytes);
+    if let Workload::Bulk { rcvbuf, .. } = &mut sc.workload {
+        *rcvbuf = Some(1_048_576);
+    }
+    sc.receiver_route = RouteSpec {
+        rto_min_ms: Some(1000),
+        quickack: false,
+    };
+    sc.capture = pick_capture(r);
+    let relay = sc.relay.as_mut().expect("relay");
+    relay.blackout_after = v.join(",");
+    relay.blackout_ms = round1(r.random_range(100.0..250.0));
+    desc.push(format!(
+        "blackout {} ms at {}",
+        relay.blackout_ms, relay.blackout_after
+    ));
+    desc.push("receiver rto_min 1 s, SO_RCVBUF 1 MiB".into());
     desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
 }
 
@@ -710,6 +748,11 @@ mod tests {
             })
             .count();
         assert!(host >= 5, "{host}");
+        let delack = all
+            .iter()
+            .filter(|s| s.receiver_route.rto_min_ms == Some(1000))
+            .count();
+        assert!(delack >= 5, "{delack}");
     }
 
     #[test]
