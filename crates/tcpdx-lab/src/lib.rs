@@ -11,6 +11,7 @@ pub mod relay;
 pub mod run;
 pub mod scenario;
 pub mod storage;
+pub mod sweep;
 pub mod sys;
 pub mod topology;
 pub mod trace;

@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
-use tcpdx_lab::{relay, run, scenario, topology, verify, workload::bulk};
+use tcpdx_lab::{relay, run, scenario, sweep, topology, verify, workload::bulk, workload::reqresp};
 
 #[derive(Parser)]
 #[command(
@@ -85,6 +85,53 @@ enum Cmd {
     },
     /// The impairment relay (same as the tcpdx-relay binary).
     Relay(relay::RelayArgs),
+    /// Run randomized sweep cases (as root): one `seedNNNNN` directory per seed in --out;
+    /// cases already there are kept. With --tcpdx, score them afterwards.
+    Sweep {
+        /// Seeds: N, N-M or a comma list of both (e.g. 1-40).
+        #[arg(long)]
+        seeds: String,
+        /// Run directory (required unless --list).
+        #[arg(long, required_unless_present = "list")]
+        out: Option<PathBuf>,
+        /// tcpdx binary to score the cases with afterwards.
+        #[arg(long)]
+        tcpdx: Option<PathBuf>,
+        /// Write the score as JSON here (with --tcpdx).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Only print the generated cases (no root needed).
+        #[arg(long)]
+        list: bool,
+    },
+    /// Score the cases of a sweep directory with a tcpdx binary (no lab run, no root):
+    /// per-kind TP/FP/FN, precision and recall, and a per-case table.
+    SweepScore {
+        /// Run directory of `tcpdx-lab sweep`.
+        dir: PathBuf,
+        /// tcpdx binary.
+        #[arg(long)]
+        tcpdx: PathBuf,
+        /// Only these seeds (default: every case in the directory).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Write the whole report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Request/response workload (Nagle + delayed ACK unless --nodelay).
+    Rr {
+        #[command(subcommand)]
+        cmd: RrCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum RrCmd {
+    /// Connect and run the transactions.
+    Client(reqresp::ClientArgs),
+    /// Accept one connection and answer each request.
+    Serve(reqresp::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -113,12 +160,53 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// An error in the command line's values (exit code 2).
+#[derive(Debug)]
+struct BadInput(String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
 fn main() {
     // One line per error (the context chain), never a backtrace dump.
     if let Err(e) = real_main(Cli::parse()) {
         eprintln!("tcpdx-lab: {e:#}");
-        std::process::exit(1);
+        std::process::exit(if e.downcast_ref::<BadInput>().is_some() {
+            2
+        } else {
+            1
+        });
     }
+}
+
+fn seeds_arg(s: &str) -> Result<Vec<u64>> {
+    Ok(sweep::parse_seeds(s).map_err(BadInput)?)
+}
+
+fn score_and_print(
+    dir: &std::path::Path,
+    bin: &std::path::Path,
+    seeds: Option<&[u64]>,
+    json: Option<&std::path::Path>,
+) -> Result<()> {
+    if !bin.is_file() {
+        return Err(BadInput(format!("no tcpdx binary at {}", bin.display())).into());
+    }
+    let r = sweep::score::score_run(dir, bin, seeds)?;
+    print!("{}", r.text());
+    if let Some(p) = json {
+        std::fs::write(p, serde_json::to_vec_pretty(&r)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if !r.errors.is_empty() {
+        bail!("{} case(s) could not be scored", r.errors.len());
+    }
+    Ok(())
 }
 
 fn real_main(cli: Cli) -> Result<()> {
@@ -290,6 +378,66 @@ fn real_main(cli: Cli) -> Result<()> {
             let r = match cmd {
                 BulkCmd::Send(a) => bulk::send(&a)?,
                 BulkCmd::Recv(a) => bulk::recv(&a)?,
+            };
+            println!("{}", serde_json::to_string(&r)?);
+        }
+        Cmd::Sweep {
+            seeds,
+            out,
+            tcpdx,
+            json,
+            list,
+        } => {
+            let seeds = seeds_arg(&seeds)?;
+            if list {
+                for s in &seeds {
+                    println!("{s:<6} {}", sweep::generate(*s).description);
+                }
+                return Ok(());
+            }
+            let Some(out) = out else {
+                return Err(BadInput("--out is required to run the cases".into()).into());
+            };
+            need_root()?;
+            let runs = sweep::run_sweep(&sweep::SweepOpts {
+                seeds: seeds.clone(),
+                out: out.clone(),
+            })?;
+            let failed: Vec<String> = runs
+                .iter()
+                .filter(|r| !r.ok)
+                .map(|r| r.seed.to_string())
+                .collect();
+            eprintln!(
+                "sweep: {} run, {} failed{}",
+                runs.len(),
+                failed.len(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (seeds {})", failed.join(","))
+                }
+            );
+            if let Some(bin) = tcpdx {
+                score_and_print(&out, &bin, Some(&seeds), json.as_deref())?;
+            }
+        }
+        Cmd::SweepScore {
+            dir,
+            tcpdx,
+            seeds,
+            json,
+        } => {
+            if !dir.is_dir() {
+                return Err(BadInput(format!("no sweep directory at {}", dir.display())).into());
+            }
+            let seeds = seeds.as_deref().map(seeds_arg).transpose()?;
+            score_and_print(&dir, &tcpdx, seeds.as_deref(), json.as_deref())?;
+        }
+        Cmd::Rr { cmd } => {
+            let r = match cmd {
+                RrCmd::Client(a) => reqresp::client(&a)?,
+                RrCmd::Serve(a) => reqresp::serve(&a)?,
             };
             println!("{}", serde_json::to_string(&r)?);
         }

@@ -340,8 +340,16 @@ fn nft_loss_table(per_mille: u32, dport: u16, daddr: &str, hook: NftHook) -> Str
     )
 }
 
-fn nft_counter(ns: &str) -> Option<u64> {
-    let out = ns_run(ns, "nft", &["list", "table", "ip", "tdxloss"]).ok()?;
+/// nft table dropping `per_mille` of the pure ACKs (no payload, no SYN/FIN/RST) that the
+/// server (`saddr`, port `sport`) forwards through the router.
+fn ack_loss_table(per_mille: u32, sport: u16, saddr: &str) -> String {
+    format!(
+        "table ip tdxackloss {{\n chain loss {{ type filter hook forward priority 0; policy accept;\n  ip saddr {saddr} tcp sport {sport} tcp flags & (fin|syn|rst) == 0 meta length < 100 numgen random mod 1000 < {per_mille} counter drop\n }}\n}}\n"
+    )
+}
+
+fn nft_counter(ns: &str, table: &str) -> Option<u64> {
+    let out = ns_run(ns, "nft", &["list", "table", "ip", table]).ok()?;
     let i = out.find("counter packets ")?;
     out[i + 16..].split_whitespace().next()?.parse().ok()
 }
@@ -388,7 +396,7 @@ pub fn run_scenario(sc: &Scenario, o: &RunOpts) -> Result<Truth> {
             .map(|(name, why)| crate::lock::LabLock::acquire(name, why))
             .transpose()
             .with_context(|| format!("cannot run {}", sc.name))?,
-        Workload::Bulk { .. } => None,
+        Workload::Bulk { .. } | Workload::ReqResp { .. } => None,
     };
     std::fs::create_dir_all(&o.out)?;
     let out = std::fs::canonicalize(&o.out)?;
@@ -406,12 +414,12 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     let n = &lab.names;
     let tai_off = crate::sys::tai_minus_realtime_ns();
     let ports: Vec<u16> = match &sc.workload {
-        Workload::Bulk { .. } => vec![BULK_PORT],
+        Workload::Bulk { .. } | Workload::ReqResp { .. } => vec![BULK_PORT],
         Workload::Storage { op, .. } => crate::storage::ports(*op),
     };
     // receiver route tweaks (the data receiver: server for bulk/writes, client for reads)
     let recv_is_server = match &sc.workload {
-        Workload::Bulk { .. } => true,
+        Workload::Bulk { .. } | Workload::ReqResp { .. } => true,
         Workload::Storage { op, .. } => crate::storage::is_write(*op),
     };
     let rr = &sc.receiver_route;
@@ -439,6 +447,11 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             a.extend(["quickack".into(), "1".into()]);
         }
         run("ip", &a.iter().map(String::as_str).collect::<Vec<_>>())?;
+    }
+    if sc.no_window_scaling {
+        for ns in [&n.ns_c, &n.ns_s] {
+            ns_run(ns, "sysctl", &["-qw", "net.ipv4.tcp_window_scaling=0"])?;
+        }
     }
     if let Some(w) = sc.sender_wmem_max {
         ns_run(
@@ -470,6 +483,13 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
             "ip",
             &["netns", "exec", ns, "nft", "-f", "-"],
             &nft_loss_table(l.per_mille, l.dport, &n.ip_s, l.hook),
+        )?;
+    }
+    if sc.ack_loss_per_mille > 0 {
+        run_stdin(
+            "ip",
+            &["netns", "exec", &n.ns_r, "nft", "-f", "-"],
+            &ack_loss_table(sc.ack_loss_per_mille, BULK_PORT, &n.ip_s),
         )?;
     }
     let mut storage = None;
@@ -553,6 +573,7 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
     // workload
     let wl_res = match &sc.workload {
         Workload::Bulk { .. } => run_bulk(sc, o, n, out),
+        Workload::ReqResp { .. } => run_reqresp(sc, n, out),
         Workload::Storage { .. } => storage
             .as_mut()
             .expect("services")
@@ -578,7 +599,10 @@ fn run_in_lab(sc: &Scenario, o: &RunOpts, out: &Path, lab: &Lab) -> Result<Truth
         counters.tbf_sent = Some(p);
     }
     if let Some(ns) = &nft_ns {
-        counters.nft_drops = nft_counter(ns);
+        counters.nft_drops = nft_counter(ns, "tdxloss");
+    }
+    if sc.ack_loss_per_mille > 0 {
+        counters.ack_drops = nft_counter(&n.ns_r, "tdxackloss");
     }
     if relay.is_some() {
         counters.tun_tx_dropped = Some(link_drops(&n.ns_r, &n.dev_tun).0 - tun_tx0);
@@ -825,6 +849,90 @@ fn run_bulk(sc: &Scenario, o: &RunOpts, n: &Names, out: &Path) -> Result<serde_j
     )?;
     let mut v = serde_json::Map::new();
     for (k, f) in [("send", &send_out), ("recv", &recv_out)] {
+        let s = std::fs::read_to_string(f)?;
+        v.insert(
+            k.into(),
+            serde_json::from_str(s.trim()).unwrap_or(serde_json::Value::String(s)),
+        );
+        let _ = std::fs::remove_file(f);
+        let _ = std::fs::remove_file(f.with_extension("err"));
+    }
+    Ok(serde_json::Value::Object(v))
+}
+
+fn run_reqresp(sc: &Scenario, n: &Names, out: &Path) -> Result<serde_json::Value> {
+    let Workload::ReqResp {
+        transactions,
+        parts,
+        req_bytes,
+        resp_bytes,
+        nodelay,
+        cc,
+    } = &sc.workload
+    else {
+        bail!("not a request/response workload")
+    };
+    let exe = self_exe()?;
+    let ready = out.join("rr.ready");
+    let _ = std::fs::remove_file(&ready);
+    let sa = vec![
+        "rr".to_string(),
+        "serve".into(),
+        "--listen".into(),
+        format!("{}:{BULK_PORT}", n.ip_s),
+        "--ready-file".into(),
+        ready.to_string_lossy().into(),
+        "--req-bytes".into(),
+        req_bytes.to_string(),
+        "--resp-bytes".into(),
+        resp_bytes.to_string(),
+        "--cc".into(),
+        cc.clone(),
+    ];
+    let srv_out = out.join("rr_serve.json");
+    let srv = spawn_in(&n.ns_s, 1, &exe, &sa, &srv_out)?;
+    for _ in 0..100 {
+        if ready.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&ready);
+    let mut ca = vec![
+        "rr".to_string(),
+        "client".into(),
+        "--to".into(),
+        format!("{}:{BULK_PORT}", n.ip_s),
+        "--transactions".into(),
+        transactions.to_string(),
+        "--parts".into(),
+        parts.to_string(),
+        "--req-bytes".into(),
+        req_bytes.to_string(),
+        "--resp-bytes".into(),
+        resp_bytes.to_string(),
+        "--cc".into(),
+        cc.clone(),
+    ];
+    if *nodelay {
+        ca.push("--nodelay".into());
+    }
+    let cli_out = out.join("rr_client.json");
+    let cli = spawn_in(&n.ns_c, 1, &exe, &ca, &cli_out)?;
+    wait_child(
+        cli,
+        "request/response client",
+        Duration::from_secs(120),
+        &cli_out.with_extension("err"),
+    )?;
+    wait_child(
+        srv,
+        "request/response server",
+        Duration::from_secs(30),
+        &srv_out.with_extension("err"),
+    )?;
+    let mut v = serde_json::Map::new();
+    for (k, f) in [("client", &cli_out), ("server", &srv_out)] {
         let s = std::fs::read_to_string(f)?;
         v.insert(
             k.into(),

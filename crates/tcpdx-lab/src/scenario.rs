@@ -185,6 +185,22 @@ pub enum Workload {
         #[serde(default)]
         queue_depth: Option<u32>,
     },
+    /// Request/response turns: the client writes each request in `parts` small writes and
+    /// waits for the server's response (Nagle + delayed ACK unless `nodelay`).
+    ReqResp {
+        /// Transactions.
+        transactions: u32,
+        /// Writes per request.
+        parts: u32,
+        /// Request size (bytes, all parts).
+        req_bytes: usize,
+        /// Response size (bytes).
+        resp_bytes: usize,
+        /// TCP_NODELAY on the client (Nagle off).
+        nodelay: bool,
+        /// Congestion control of both ends (per socket).
+        cc: String,
+    },
 }
 
 /// What `verify` must find, besides the generic checks.
@@ -238,6 +254,12 @@ pub struct Scenario {
     pub sender_wmem_max: Option<u64>,
     /// Primary capture point (client and server are always captured too).
     pub capture: Point,
+    /// Drop this many per mille of the data receiver's pure ACKs in the router (nft; bulk only).
+    #[serde(default)]
+    pub ack_loss_per_mille: u32,
+    /// Window scaling off in both end hosts (`net.ipv4.tcp_window_scaling=0`): windows <= 64 KiB.
+    #[serde(default)]
+    pub no_window_scaling: bool,
     /// Snapshot length (0 = full packets).
     pub snaplen: u32,
     /// Verification expectations.
@@ -272,6 +294,8 @@ fn base(name: &str, description: &str, workload: Workload) -> Scenario {
         receiver_route: RouteSpec::default(),
         sender_wmem_max: None,
         capture: Point::Client,
+        ack_loss_per_mille: 0,
+        no_window_scaling: false,
         snaplen: 128,
         expect: Expect::default(),
     }

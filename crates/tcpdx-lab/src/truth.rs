@@ -104,6 +104,9 @@ pub struct Counters {
     pub tbf_sent: Option<u64>,
     /// nft random-drop rule matches (intended).
     pub nft_drops: Option<u64>,
+    /// Pure ACKs dropped by the nft ACK-loss rule (intended).
+    #[serde(default)]
+    pub ack_drops: Option<u64>,
     /// Relay counters.
     pub relay: Option<RelayStats>,
     /// Packets the kernel could not queue to the relay TUN (unintended).

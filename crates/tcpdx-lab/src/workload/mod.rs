@@ -1,2 +1,3 @@
-//! Workloads run inside the lab namespaces: bulk TCP ([`bulk`]) and storage ([`crate::storage`]).
+//! Workloads run inside the lab namespaces: bulk TCP ([`bulk`]), request/response ([`reqresp`]) and storage ([`crate::storage`]).
 pub mod bulk;
+pub mod reqresp;

@@ -1,0 +1,942 @@
+//! Expected finding kinds of a sweep case, from the kernel's truth and the injected
+//! impairments (docs/validation.md, "Lab sweep", has the same rules as a table).
+//!
+//! Each kind is required, allowed or forbidden for a case. A requirement may be met by one
+//! of several kinds (loss that also collapsed the window may be told as either); a finding
+//! at minor or above of a kind neither required nor allowed is a false positive, and so is
+//! any kind these rules do not know.
+
+use crate::capture::Pkt;
+use crate::scenario::{NftHook, Scenario, Workload};
+use crate::truth::{Connection, Truth};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::net::SocketAddrV4;
+
+/// Every kind of tcpdx's catalogue (docs/json-format.md).
+pub const KINDS: &[&str] = &[
+    "delack-slowstart-stall",
+    "nagle-delack-stall",
+    "rto-stall",
+    "network-loss",
+    "spurious-retransmission",
+    "reordering",
+    "cwnd-collapse",
+    "receiver-window-limited",
+    "receiver-host-drops",
+    "fixed-duration-stall",
+    "application-limited",
+    "handshake-and-setup",
+    "capture-quality",
+    "path-limited",
+];
+
+/// Share of the connection's life at and above which a cost must be reported (the truth's
+/// estimate of a cost is rough, so well above tcpdx's 2% `minor` line).
+pub const REQUIRED_SHARE: f64 = 0.05;
+/// Share of the life spent in loss recovery (Recovery/Loss states) at and above which the
+/// loss must be reported: recovery time overstates the cost (the sender keeps sending).
+pub const REQUIRED_RECOVERY_SHARE: f64 = 0.10;
+/// Share of the sender's ACK samples with the flight within 3 segments of the peer's
+/// window at and above which the receiver window is the limit that must be reported.
+pub const REQUIRED_RWND_SHARE: f64 = 0.5;
+/// Share of such samples at and above which a receiver-window finding is allowed.
+pub const ALLOWED_RWND_SHARE: f64 = 0.05;
+/// Spurious retransmissions (of segments the relay held back) and window cuts they caused,
+/// at and above which reordering must be reported.
+pub const REQUIRED_SPURIOUS: u32 = 5;
+/// Window cuts after spurious retransmissions for the same.
+pub const REQUIRED_SPURIOUS_CUTS: usize = 2;
+/// A request/response turn slower than the round trip by this much (ms) is a Nagle stall.
+pub const NAGLE_EXCESS_MS: f64 = 20.0;
+/// Nagle stalls at and above which the Nagle finding is required (with their time share).
+pub const REQUIRED_NAGLE_STALLS: usize = 3;
+/// Longest hold beyond the round trip that is a delayed ACK (Linux's cap is 200 ms).
+pub const MAX_DELACK_EXCESS_NS: i64 = 250_000_000;
+/// A server stall at least this long (s), overlapping the transfer, must be reported.
+pub const REQUIRED_STALL_S: f64 = 0.2;
+/// Share of the life a bulk sender sat idle (everything acknowledged, nothing new sent) at
+/// and above which `application-limited` is allowed: tcpdx's `minor` line.
+pub const ALLOWED_IDLE_SHARE: f64 = 0.02;
+
+/// What the truth and the recipe say about a case (the inputs of the rules).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Facts {
+    /// Workload family: "bulk", "reqresp" or "storage".
+    pub family: String,
+    /// Primary capture point (client, server, router_s, router_c).
+    pub capture: String,
+    /// Life of the main connection (s): its sender's first to last ACK.
+    pub life_s: f64,
+    /// Data segments dropped in the network: relay, tbf, nft in the router, unintended.
+    pub net_drops: u64,
+    /// Of `net_drops`, those of the bottleneck's queue (tbf): the path's own limit.
+    pub queue_drops: u64,
+    /// The data sender runs BBR, whose rate loss barely changes: time in recovery is no cost.
+    pub bbr: bool,
+    /// Data segments dropped inside the receiving host (nft input hook).
+    pub host_drops: u64,
+    /// Pure ACKs dropped on purpose.
+    pub ack_drops: u64,
+    /// Segments the kernel retransmitted, spurious ones of reordered data excluded.
+    pub retx_segments: u32,
+    /// Retransmissions of segments the relay had held back (spurious).
+    pub spurious_retx: u32,
+    /// Window cuts within 2 RTTs after such a spurious retransmission.
+    pub spurious_cuts: usize,
+    /// D-SACKs received by the data senders.
+    pub dsacks: u64,
+    /// Segments the relay held back.
+    pub reorders_injected: u64,
+    /// Reordering the senders' kernels detected (TCPSACKReorder + TCPTSReorder + TCPRenoReorder).
+    pub kernel_reorder: u64,
+    /// Retransmission timeouts (entries into Loss).
+    pub rtos: usize,
+    /// Silence before the timeouts (s): last ACK before each RTO to the RTO.
+    pub rto_stall_s: f64,
+    /// Time in Recovery or Loss (s).
+    pub recovery_s: f64,
+    /// Delayed-ACK pauses after a lone post-RTO segment (held at most
+    /// [`MAX_DELACK_EXCESS_NS`] beyond the round trip).
+    pub delack_pauses: usize,
+    /// Their total length (s).
+    pub delack_s: f64,
+    /// ACKs at the sender that came >= 20 ms later than the round trip after the previous
+    /// one while the sender had at most one segment out and a window of at most 2 (a lone
+    /// segment's delayed ACK, after a fast retransmission as well as after an RTO).
+    pub lone_delayed_acks: usize,
+    /// Zero-window intervals seen by the sender.
+    pub zero_windows: usize,
+    /// Their total length (s).
+    pub zero_window_s: f64,
+    /// Share of the sender's ACK samples with the flight within 3 segments of the peer's window.
+    pub rwnd_share: f64,
+    /// Server stall overlapping the transfer (s).
+    pub stall_s: f64,
+    /// Slow server (stopped and resumed over and over).
+    pub duty_cycle: bool,
+    /// Request/response turns slower than the round trip by [`NAGLE_EXCESS_MS`].
+    pub nagle_stalls: usize,
+    /// Their excess over the round trip (s).
+    pub nagle_s: f64,
+    /// Request/response life (s).
+    pub reqresp_s: f64,
+    /// TCP_NODELAY set by the request/response client.
+    pub nodelay: bool,
+    /// Window scaling off.
+    pub no_window_scaling: bool,
+    /// Packets the primary capture lost (kernel drops) or any unintended drop.
+    pub capture_or_health_problem: bool,
+    /// Time (s) the main sender had everything acknowledged and sent nothing new, by its own
+    /// capture (a bulk sender starved of CPU on this shared machine).
+    pub sender_idle_s: f64,
+}
+
+/// One requirement: met when any of `kinds` is reported (the first names it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Requirement {
+    /// Kinds that meet it.
+    pub kinds: Vec<String>,
+    /// Why it is required.
+    pub why: String,
+}
+
+/// A case's labels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Labels {
+    /// Kinds that must be reported (at minor or above).
+    pub required: Vec<Requirement>,
+    /// Kinds that may be reported without counting as false positives.
+    pub allowed: BTreeSet<String>,
+}
+
+impl Labels {
+    fn require(&mut self, kinds: &[&str], why: String) {
+        self.required.push(Requirement {
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            why,
+        });
+    }
+    fn allow(&mut self, k: &str) {
+        self.allowed.insert(k.to_string());
+    }
+    /// Whether `kind` is required or allowed (a finding of it is not a false positive).
+    pub fn permits(&self, kind: &str) -> bool {
+        self.allowed.contains(kind)
+            || self
+                .required
+                .iter()
+                .any(|r| r.kinds.iter().any(|k| k == kind))
+    }
+    /// Kinds neither required nor allowed (of the catalogue).
+    pub fn forbidden(&self) -> Vec<&'static str> {
+        KINDS.iter().copied().filter(|k| !self.permits(k)).collect()
+    }
+}
+
+fn share(s: f64, life: f64) -> f64 {
+    if life > 0.0 { s / life } else { 0.0 }
+}
+
+/// The labelling rules (docs/validation.md, "Lab sweep").
+pub fn label(f: &Facts) -> Labels {
+    let mut l = Labels::default();
+    let life = f.life_s;
+    // network-loss / cwnd-collapse: data really lost before the receiver
+    let rec = share(f.recovery_s, life);
+    // Loss costs time when it is not the bottleneck queue's overflow (the path's limit)
+    // and the sender's window follows it (not BBR).
+    let costly = !f.bbr && rec >= REQUIRED_RECOVERY_SHARE;
+    if f.net_drops > 0 && f.retx_segments > 0 {
+        if costly && f.net_drops > f.queue_drops {
+            l.require(
+                &["network-loss", "cwnd-collapse"],
+                format!(
+                    "{} segments dropped in the network, {:.0}% of the life in recovery",
+                    f.net_drops,
+                    rec * 100.0
+                ),
+            );
+        }
+        l.allow("network-loss");
+        l.allow("cwnd-collapse");
+    }
+    // receiver-host-drops: dropped inside the receiver, after a capture that saw them arrive
+    if f.host_drops > 0 && f.retx_segments > 0 {
+        let saw_arrive = f.capture != "client";
+        if saw_arrive && costly {
+            l.require(
+                &["receiver-host-drops"],
+                format!(
+                    "{} segments dropped inside the receiving host after the {} capture",
+                    f.host_drops, f.capture
+                ),
+            );
+        }
+        l.allow("receiver-host-drops");
+        l.allow("cwnd-collapse");
+        if !saw_arrive {
+            // a capture before the drop cannot tell the host from the network
+            l.allow("network-loss");
+        }
+    }
+    // rto-stall
+    if f.rtos > 0 {
+        if share(f.rto_stall_s, life) >= REQUIRED_SHARE {
+            l.require(
+                &["rto-stall"],
+                format!(
+                    "{} RTOs in the kernel, {:.0} ms of silence",
+                    f.rtos,
+                    f.rto_stall_s * 1e3
+                ),
+            );
+        }
+        l.allow("rto-stall");
+        l.allow("cwnd-collapse");
+    }
+    // delack-slowstart-stall
+    if f.delack_pauses > 0 && share(f.delack_s, life) >= REQUIRED_SHARE {
+        l.require(
+            &["delack-slowstart-stall"],
+            format!("{} delayed-ACK pauses after an RTO", f.delack_pauses),
+        );
+    }
+    if f.delack_pauses > 0 || f.lone_delayed_acks > 0 {
+        l.allow("delack-slowstart-stall");
+    }
+    // spurious retransmission / reordering
+    if f.spurious_retx >= REQUIRED_SPURIOUS
+        && f.spurious_cuts >= REQUIRED_SPURIOUS_CUTS
+        && f.net_drops == 0
+        && f.host_drops == 0
+    {
+        l.require(
+            &["spurious-retransmission", "reordering"],
+            format!(
+                "{} retransmissions of held-back segments, {} window cuts after them, no drop",
+                f.spurious_retx, f.spurious_cuts
+            ),
+        );
+    }
+    if f.spurious_retx > 0 || f.dsacks > 0 || (f.ack_drops > 0 && f.retx_segments > 0) {
+        l.allow("spurious-retransmission");
+    }
+    if f.reorders_injected > 0 || f.kernel_reorder > 0 {
+        l.allow("reordering");
+    }
+    // receiver-window-limited
+    let zw = share(f.zero_window_s, life);
+    if zw >= REQUIRED_SHARE || f.rwnd_share >= REQUIRED_RWND_SHARE {
+        l.require(
+            &["receiver-window-limited"],
+            format!(
+                "zero window {:.0}% of the life, flight at the window in {:.0}% of the ACKs",
+                zw * 100.0,
+                f.rwnd_share * 100.0
+            ),
+        );
+    }
+    if f.zero_windows > 0 || f.rwnd_share >= ALLOWED_RWND_SHARE {
+        l.allow("receiver-window-limited");
+    }
+    // a bulk sender that really sat idle (starved of CPU): the capture shows an idle sender
+    if f.family == "bulk" && share(f.sender_idle_s, life) >= ALLOWED_IDLE_SHARE {
+        l.allow("application-limited");
+    }
+    // storage server stall: the server holding its replies
+    if f.family == "storage" {
+        l.allow("application-limited");
+        if f.stall_s >= REQUIRED_STALL_S {
+            l.require(
+                &["application-limited"],
+                format!(
+                    "server stopped {:.0} ms during the transfer",
+                    f.stall_s * 1e3
+                ),
+            );
+        }
+    }
+    if f.duty_cycle {
+        l.allow("fixed-duration-stall");
+    }
+    // request/response
+    if f.family == "reqresp" {
+        l.allow("application-limited");
+        if !f.nodelay {
+            l.allow("nagle-delack-stall");
+            if f.nagle_stalls >= REQUIRED_NAGLE_STALLS
+                && share(f.nagle_s, f.reqresp_s) >= REQUIRED_SHARE
+            {
+                l.require(
+                    &["nagle-delack-stall"],
+                    format!(
+                        "{} turns slower than the round trip by >= {NAGLE_EXCESS_MS} ms, {:.0} ms in all",
+                        f.nagle_stalls,
+                        f.nagle_s * 1e3
+                    ),
+                );
+            }
+        }
+    }
+    if f.no_window_scaling {
+        l.allow("handshake-and-setup");
+    }
+    if f.capture_or_health_problem {
+        l.allow("capture-quality");
+    }
+    // the healthy verdict is never a false alarm
+    l.allow("path-limited");
+    l
+}
+
+/// Time (s) `sender` had all its data acknowledged and sent no new data, in its own capture
+/// `pkts`: from the ACK of everything sent to the next new data segment (the wait for the
+/// FIN at the end does not count).
+pub fn sender_idle_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
+    let seq_le = |a: u32, b: u32| (b.wrapping_sub(a) as i32) >= 0;
+    let (ip, port) = (sender.ip().octets(), sender.port());
+    let mut high: Option<u32> = None;
+    let mut idle_since: Option<i64> = None;
+    let mut total = 0i64;
+    for p in pkts {
+        if p.src == ip && p.sport == port {
+            if p.syn() {
+                high = Some(p.seq.wrapping_add(1));
+                continue;
+            }
+            if p.len == 0 {
+                continue;
+            }
+            let end = p.seq.wrapping_add(p.len);
+            if let Some(h) = high
+                && !seq_le(end, h)
+            {
+                if let Some(t0) = idle_since.take() {
+                    total += p.t_ns - t0;
+                }
+                high = Some(end);
+            }
+        } else if p.dst == ip
+            && p.dport == port
+            && p.len == 0
+            && !p.syn()
+            && high.is_some_and(|h| seq_le(h, p.ack))
+            && idle_since.is_none()
+        {
+            idle_since = Some(p.t_ns);
+        }
+    }
+    total as f64 / 1e9
+}
+
+/// ACK samples of `c` that came >= [`NAGLE_EXCESS_MS`] later than the round trip after the
+/// previous ACK, with at most one segment out and a window of at most 2 segments before them.
+pub fn lone_delayed_acks(c: &Connection) -> usize {
+    let mss = c.mss.max(536);
+    c.samples
+        .windows(2)
+        .filter(|w| {
+            let s = &w[1];
+            s.inflight <= mss
+                && s.cwnd <= 2
+                && w[1].t_ns - w[0].t_ns
+                    >= i64::from(s.srtt_us) * 1000 + (NAGLE_EXCESS_MS * 1e6) as i64
+        })
+        .count()
+}
+
+fn nstat_sum(t: &Truth, keys: &[&str]) -> u64 {
+    t.counters
+        .nstat
+        .values()
+        .flat_map(|m| keys.iter().filter_map(|k| m.get(*k)))
+        .sum()
+}
+
+fn span_s(c: &Connection) -> f64 {
+    match (c.samples.first(), c.samples.last()) {
+        (Some(a), Some(b)) => (b.t_ns - a.t_ns) as f64 / 1e9,
+        _ => 0.0,
+    }
+}
+
+/// The facts of a case from its recipe and its truth.
+pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
+    let mut f = Facts {
+        capture: sc.capture.stem().into(),
+        no_window_scaling: sc.no_window_scaling,
+        ..Default::default()
+    };
+    f.family = match &sc.workload {
+        Workload::Bulk { .. } => "bulk",
+        Workload::ReqResp { .. } => "reqresp",
+        Workload::Storage { .. } => "storage",
+    }
+    .into();
+    let main = t.connections.iter().max_by_key(|c| c.bytes_sent);
+    f.life_s = main.map_or(0.0, span_s);
+    let c = &t.counters;
+    let unintended = c.softnet_dropped
+        + c.veth_dropped
+        + c.tun_tx_dropped.unwrap_or(0)
+        + c.tun_qdisc_drops.unwrap_or(0)
+        + c.relay
+            .as_ref()
+            .map_or(0, |r| r.pool_overflow + r.write_errors);
+    let nft = c.nft_drops.unwrap_or(0);
+    let (nft_net, nft_host) = match sc.nft_loss.as_ref().map(|l| l.hook) {
+        Some(NftHook::ServerInput) => (0, nft),
+        _ => (nft, 0),
+    };
+    f.net_drops = t.injected.drops.len() as u64 + c.tbf_drops.unwrap_or(0) + nft_net + unintended;
+    f.host_drops = nft_host;
+    f.queue_drops = c.tbf_drops.unwrap_or(0);
+    f.bbr = match &sc.workload {
+        Workload::Bulk { cc, .. } | Workload::ReqResp { cc, .. } => cc == "bbr",
+        // reads: the server sends (its netns default); writes: the client (reno)
+        Workload::Storage { op, server_cc, .. } => {
+            !crate::storage::is_write(*op) && server_cc == "bbr"
+        }
+    };
+    f.ack_drops = c.ack_drops.unwrap_or(0);
+    f.dsacks = nstat_sum(t, &["TcpExtTCPDSACKRecv", "TcpExtTCPDSACKOfoRecv"]);
+    f.kernel_reorder = nstat_sum(
+        t,
+        &[
+            "TcpExtTCPSACKReorder",
+            "TcpExtTCPTSReorder",
+            "TcpExtTCPRenoReorder",
+        ],
+    );
+    f.reorders_injected = t.injected.reorders.len() as u64;
+    for conn in &t.connections {
+        for r in &conn.retransmissions {
+            if r.reordered_original {
+                f.spurious_retx += r.segments;
+            } else {
+                f.retx_segments += r.segments;
+            }
+        }
+        f.spurious_cuts += conn
+            .episodes
+            .ssthresh_changes
+            .iter()
+            .filter(|s| s.after_spurious && s.to < s.from)
+            .count();
+        f.rtos += conn.episodes.rtos.len();
+        for r in &conn.episodes.rtos {
+            let last = conn
+                .samples
+                .iter()
+                .map(|s| s.t_ns)
+                .filter(|&x| x < r.start_ns)
+                .max()
+                .unwrap_or(r.start_ns);
+            f.rto_stall_s += (r.start_ns - last) as f64 / 1e9;
+        }
+        f.recovery_s += conn
+            .cong_states
+            .iter()
+            .filter(|s| s.state == "Recovery" || s.state == "Loss")
+            .map(|s| (s.end_ns - s.start_ns) as f64 / 1e9)
+            .sum::<f64>();
+        // A Linux receiver holds an ACK at most 200 ms: a longer "pause" after an RTO waited
+        // for something else (a closed window, a lost ACK).
+        for p in conn
+            .episodes
+            .delack_pauses
+            .iter()
+            .filter(|p| p.excess_ns <= MAX_DELACK_EXCESS_NS)
+        {
+            f.delack_pauses += 1;
+            f.delack_s += p.length_ns as f64 / 1e9;
+        }
+        f.lone_delayed_acks += lone_delayed_acks(conn);
+        f.zero_windows += conn.episodes.zero_windows.len();
+        f.zero_window_s += conn
+            .episodes
+            .zero_windows
+            .iter()
+            .map(|z| (z.end_ns - z.start_ns) as f64 / 1e9)
+            .sum::<f64>();
+    }
+    if let Some(m) = main {
+        let mss = m.mss.max(536);
+        let n = m.samples.len().max(1);
+        let at_window = m
+            .samples
+            .iter()
+            .filter(|s| {
+                s.snd_wnd > 0 && u64::from(s.inflight) + 3 * u64::from(mss) >= u64::from(s.snd_wnd)
+            })
+            .count();
+        f.rwnd_share = at_window as f64 / n as f64;
+        // a stall counts when the transfer was under way on both sides of it
+        if let (Some(a), Some(b)) = (m.samples.first(), m.samples.last()) {
+            f.stall_s = m
+                .episodes
+                .stalls
+                .iter()
+                .filter(|s| s.start_ns < b.t_ns && s.end_ns > a.t_ns)
+                .map(|s| (s.end_ns.min(b.t_ns) - s.start_ns.max(a.t_ns)) as f64 / 1e9)
+                .fold(0.0, f64::max);
+        }
+    }
+    match &sc.workload {
+        Workload::Storage { server_duty_ms, .. } => f.duty_cycle = server_duty_ms.is_some(),
+        Workload::ReqResp { nodelay, .. } => {
+            f.nodelay = *nodelay;
+            let rtt_ms = sc.relay.as_ref().map_or(0.0, |r| {
+                r.delay_c2s_ms.unwrap_or(r.delay_ms) + r.delay_s2c_ms.unwrap_or(r.delay_ms)
+            });
+            let cl = &t.workload["client"];
+            f.reqresp_s = cl["secs"].as_f64().unwrap_or(0.0);
+            for l in cl["latencies_ms"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|x| x.as_f64())
+            {
+                if l >= rtt_ms + NAGLE_EXCESS_MS {
+                    f.nagle_stalls += 1;
+                    f.nagle_s += (l - rtt_ms) / 1e3;
+                }
+            }
+        }
+        Workload::Bulk { .. } => {}
+    }
+    let primary_drops: u64 = t
+        .files
+        .captures
+        .iter()
+        .filter(|c| c.primary)
+        .map(|c| c.stats.dropped_by_kernel)
+        .sum();
+    f.capture_or_health_problem = primary_drops > 0 || !t.health.ok;
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean() -> Facts {
+        Facts {
+            family: "bulk".into(),
+            capture: "client".into(),
+            life_s: 2.0,
+            ..Default::default()
+        }
+    }
+
+    fn req_kinds(l: &Labels) -> Vec<String> {
+        l.required.iter().map(|r| r.kinds[0].clone()).collect()
+    }
+
+    #[test]
+    fn clean_transfer_requires_nothing_and_forbids_every_problem() {
+        let l = label(&clean());
+        assert!(l.required.is_empty());
+        assert_eq!(l.allowed, BTreeSet::from(["path-limited".to_string()]));
+        let forb = l.forbidden();
+        for k in [
+            "network-loss",
+            "rto-stall",
+            "fixed-duration-stall",
+            "application-limited",
+        ] {
+            assert!(forb.contains(&k), "{k}");
+        }
+        assert!(!l.permits("some-new-kind"));
+    }
+
+    #[test]
+    fn network_loss_required_at_the_recovery_share() {
+        let mut f = clean();
+        f.net_drops = 20;
+        f.retx_segments = 20;
+        // just below: allowed, not required
+        f.recovery_s = REQUIRED_RECOVERY_SHARE * f.life_s * 0.99;
+        let l = label(&f);
+        assert!(l.required.is_empty());
+        assert!(l.permits("network-loss") && l.permits("cwnd-collapse"));
+        // at the share: required, met by either kind
+        f.recovery_s = REQUIRED_RECOVERY_SHARE * f.life_s;
+        let l = label(&f);
+        assert_eq!(req_kinds(&l), vec!["network-loss"]);
+        assert_eq!(l.required[0].kinds, vec!["network-loss", "cwnd-collapse"]);
+        // a BBR sender, or drops of the bottleneck's queue only: allowed, not required
+        f.bbr = true;
+        assert!(label(&f).required.is_empty());
+        f.bbr = false;
+        f.queue_drops = 20;
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("network-loss"));
+        f.queue_drops = 19;
+        assert_eq!(req_kinds(&label(&f)), vec!["network-loss"]);
+        // no drop injected, even with retransmissions: network-loss is a false positive
+        f.net_drops = 0;
+        f.queue_drops = 0;
+        let l = label(&f);
+        assert!(!l.permits("network-loss"));
+    }
+
+    #[test]
+    fn host_drops_depend_on_the_capture_point() {
+        let mut f = clean();
+        f.host_drops = 30;
+        f.retx_segments = 30;
+        f.recovery_s = 1.0;
+        let l = label(&f);
+        assert!(
+            l.required.is_empty(),
+            "a client capture cannot see host drops"
+        );
+        assert!(l.permits("network-loss") && l.permits("receiver-host-drops"));
+        f.capture = "router_s".into();
+        let l = label(&f);
+        assert_eq!(req_kinds(&l), vec!["receiver-host-drops"]);
+        assert!(!l.permits("network-loss"));
+    }
+
+    #[test]
+    fn rto_stall_required_only_with_rtos_in_the_truth() {
+        let mut f = clean();
+        f.rto_stall_s = 1.0;
+        assert!(!label(&f).permits("rto-stall"), "no RTO: forbidden");
+        f.rtos = 2;
+        f.rto_stall_s = REQUIRED_SHARE * f.life_s * 0.99;
+        let l = label(&f);
+        assert!(l.permits("rto-stall") && l.required.is_empty());
+        f.rto_stall_s = REQUIRED_SHARE * f.life_s;
+        assert_eq!(req_kinds(&label(&f)), vec!["rto-stall"]);
+    }
+
+    #[test]
+    fn reordering_without_drops_requires_spurious_or_reordering() {
+        let mut f = clean();
+        f.reorders_injected = 40;
+        f.dsacks = 10;
+        f.spurious_retx = REQUIRED_SPURIOUS;
+        f.spurious_cuts = REQUIRED_SPURIOUS_CUTS;
+        let l = label(&f);
+        assert_eq!(
+            l.required[0].kinds,
+            vec!["spurious-retransmission", "reordering"]
+        );
+        f.spurious_cuts = REQUIRED_SPURIOUS_CUTS - 1;
+        let l = label(&f);
+        assert!(l.required.is_empty());
+        assert!(l.permits("reordering") && l.permits("spurious-retransmission"));
+        assert!(!l.permits("network-loss"), "reordering alone is no loss");
+        // with real drops as well the retransmissions are not all spurious: not required
+        f.spurious_cuts = REQUIRED_SPURIOUS_CUTS;
+        f.net_drops = 3;
+        f.retx_segments = 3;
+        assert_eq!(req_kinds(&label(&f)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn receiver_window_thresholds() {
+        let mut f = clean();
+        f.rwnd_share = ALLOWED_RWND_SHARE * 0.99;
+        assert!(!label(&f).permits("receiver-window-limited"));
+        f.rwnd_share = ALLOWED_RWND_SHARE;
+        let l = label(&f);
+        assert!(l.permits("receiver-window-limited") && l.required.is_empty());
+        f.rwnd_share = REQUIRED_RWND_SHARE;
+        assert_eq!(req_kinds(&label(&f)), vec!["receiver-window-limited"]);
+        let mut f = clean();
+        f.zero_windows = 3;
+        f.zero_window_s = REQUIRED_SHARE * f.life_s;
+        assert_eq!(req_kinds(&label(&f)), vec!["receiver-window-limited"]);
+    }
+
+    #[test]
+    fn storage_stall_and_duty_cycle() {
+        let mut f = clean();
+        f.family = "storage".into();
+        f.stall_s = REQUIRED_STALL_S * 0.99;
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("application-limited"));
+        assert!(!l.permits("fixed-duration-stall"), "one stall is no timer");
+        f.stall_s = REQUIRED_STALL_S;
+        assert_eq!(req_kinds(&label(&f)), vec!["application-limited"]);
+        f.duty_cycle = true;
+        assert!(label(&f).permits("fixed-duration-stall"));
+    }
+
+    #[test]
+    fn nagle_required_with_stalls_and_forbidden_with_nodelay() {
+        let mut f = clean();
+        f.family = "reqresp".into();
+        f.reqresp_s = 2.0;
+        f.nagle_stalls = REQUIRED_NAGLE_STALLS;
+        f.nagle_s = 0.12;
+        assert_eq!(req_kinds(&label(&f)), vec!["nagle-delack-stall"]);
+        f.nagle_stalls = REQUIRED_NAGLE_STALLS - 1;
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("nagle-delack-stall"));
+        f.nodelay = true;
+        f.nagle_stalls = 0;
+        let l = label(&f);
+        assert!(!l.permits("nagle-delack-stall"));
+        assert!(l.permits("application-limited"));
+        assert!(!l.permits("fixed-duration-stall"));
+    }
+
+    #[test]
+    fn setup_and_capture_kinds_only_with_their_cause() {
+        let mut f = clean();
+        assert!(!label(&f).permits("handshake-and-setup"));
+        assert!(!label(&f).permits("capture-quality"));
+        f.no_window_scaling = true;
+        f.capture_or_health_problem = true;
+        let l = label(&f);
+        assert!(l.permits("handshake-and-setup") && l.permits("capture-quality"));
+    }
+
+    #[test]
+    fn lone_delayed_acks_allow_the_delack_finding() {
+        use crate::truth::Sample;
+        let s = |t_ms: i64, cwnd: u32, inflight: u32| Sample {
+            t_ns: t_ms * 1_000_000,
+            cwnd,
+            ssthresh: 10,
+            srtt_us: 10_000,
+            snd_wnd: 1 << 20,
+            inflight,
+        };
+        let mut c = Connection {
+            mss: 1448,
+            samples: vec![
+                s(0, 10, 14480),
+                s(30, 1, 1448),  // 30 ms = RTT + 20 ms: a held ACK
+                s(59, 1, 1448),  // 29 ms: not
+                s(90, 4, 1448),  // a larger window: not a lone segment's
+                s(120, 2, 2896), // two segments out: not
+            ],
+            ..Default::default()
+        };
+        assert_eq!(lone_delayed_acks(&c), 1);
+        c.samples[1].t_ns -= 1;
+        assert_eq!(lone_delayed_acks(&c), 0);
+        let mut f = clean();
+        assert!(!label(&f).permits("delack-slowstart-stall"));
+        f.lone_delayed_acks = 1;
+        let l = label(&f);
+        assert!(l.permits("delack-slowstart-stall") && l.required.is_empty());
+    }
+
+    #[test]
+    fn bulk_sender_idle_allows_application_limited() {
+        let mut f = clean();
+        f.sender_idle_s = ALLOWED_IDLE_SHARE * f.life_s * 0.99;
+        assert!(!label(&f).permits("application-limited"));
+        f.sender_idle_s = ALLOWED_IDLE_SHARE * f.life_s;
+        let l = label(&f);
+        assert!(l.permits("application-limited") && l.required.is_empty());
+    }
+
+    #[test]
+    fn sender_idle_from_the_senders_capture() {
+        let snd: SocketAddrV4 = "10.1.1.2:5000".parse().unwrap();
+        let pkt = |t_ms: i64, from_sender: bool, seq: u32, ack: u32, len: u32, flags: u8| {
+            let (a, b) = ([10, 1, 1, 2], [10, 1, 2, 2]);
+            Pkt {
+                t_ns: t_ms * 1_000_000,
+                src: if from_sender { a } else { b },
+                dst: if from_sender { b } else { a },
+                sport: if from_sender { 5000 } else { 80 },
+                dport: if from_sender { 80 } else { 5000 },
+                seq,
+                ack,
+                flags,
+                win: 1000,
+                len,
+            }
+        };
+        let v = vec![
+            pkt(0, true, 99, 0, 0, 0x02),      // SYN
+            pkt(10, false, 0, 100, 0, 0x12),   // SYN-ACK
+            pkt(10, true, 100, 1, 1000, 0x10), // data at once: no idle
+            pkt(11, true, 1100, 1, 1000, 0x10),
+            pkt(20, false, 1, 1100, 0, 0x10), // partial ACK: still in flight
+            pkt(21, false, 1, 2100, 0, 0x10), // everything acknowledged
+            pkt(71, true, 2100, 1, 1000, 0x10), // 50 ms idle
+            pkt(72, true, 2100, 1, 1000, 0x10), // a retransmission ends nothing
+            pkt(80, false, 1, 3100, 0, 0x10),
+            pkt(90, true, 3100, 1, 0, 0x11), // FIN: the final wait does not count
+        ];
+        assert!((sender_idle_s(&v, snd) - 0.050).abs() < 1e-9);
+        assert_eq!(sender_idle_s(&v[..6], snd), 0.0);
+    }
+
+    #[test]
+    fn nagle_turns_from_the_clients_latencies() {
+        let mut sc = super::super::generate(1);
+        sc.workload = Workload::ReqResp {
+            transactions: 4,
+            parts: 2,
+            req_bytes: 100,
+            resp_bytes: 100,
+            nodelay: false,
+            cc: "reno".into(),
+        };
+        sc.relay.as_mut().unwrap().delay_ms = 5.0;
+        // RTT 10 ms: 30 ms is exactly RTT + 20 ms, 29.9 ms is not
+        let t = Truth {
+            workload: serde_json::json!({"client": {"secs": 1.0, "latencies_ms": [10.0, 29.9, 30.0, 60.0]}}),
+            ..Default::default()
+        };
+        let f = facts(&sc, &t);
+        assert_eq!(f.family, "reqresp");
+        assert_eq!(f.nagle_stalls, 2);
+        assert!((f.nagle_s - 0.070).abs() < 1e-9);
+        assert_eq!(f.reqresp_s, 1.0);
+        assert!(!f.nodelay);
+    }
+
+    #[test]
+    fn facts_from_a_truth() {
+        use crate::truth::{
+            DelackPause, Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample, StateInterval,
+        };
+        let sc = super::super::generate(3);
+        let s = |t: i64, inflight: u32, wnd: u32| Sample {
+            t_ns: t,
+            cwnd: 10,
+            ssthresh: 20,
+            srtt_us: 10_000,
+            snd_wnd: wnd,
+            inflight,
+        };
+        let mut t = Truth::default();
+        t.health.ok = true;
+        let ev = |ev: &str| InjectedEvent {
+            t_ns: 0,
+            ev: ev.into(),
+            n: 1,
+            dir: "c2s".into(),
+            sport: 1,
+            dport: 2,
+            seq: 0,
+            len: 1448,
+        };
+        t.injected.drops = vec![ev("drop"), ev("drop_blackout")];
+        t.injected.reorders = vec![ev("reorder")];
+        t.connections.push(Connection {
+            bytes_sent: 1000,
+            mss: 1448,
+            samples: vec![
+                s(0, 1000, 100_000),
+                s(500_000_000, 99_000, 100_000),
+                s(1_000_000_000, 1000, 100_000),
+                s(2_000_000_000, 1000, 100_000),
+            ],
+            retransmissions: vec![
+                Retransmission {
+                    t_ns: 1,
+                    seq: Some(1),
+                    segments: 2,
+                    pcap_t_ns: None,
+                    reordered_original: false,
+                },
+                Retransmission {
+                    t_ns: 2,
+                    seq: Some(5),
+                    segments: 1,
+                    pcap_t_ns: None,
+                    reordered_original: true,
+                },
+            ],
+            cong_states: vec![StateInterval {
+                state: "Loss".into(),
+                start_ns: 1_200_000_000,
+                end_ns: 1_500_000_000,
+            }],
+            episodes: Episodes {
+                delack_pauses: vec![
+                    DelackPause {
+                        start_ns: 0,
+                        end_ns: 60_000_000,
+                        length_ns: 60_000_000,
+                        excess_ns: 50_000_000,
+                        inflight_segments: 1,
+                    },
+                    DelackPause {
+                        start_ns: 0,
+                        end_ns: 270_000_000,
+                        length_ns: 270_000_000,
+                        excess_ns: MAX_DELACK_EXCESS_NS + 1,
+                        inflight_segments: 1,
+                    },
+                ],
+                rtos: vec![RtoEpisode {
+                    start_ns: 1_200_000_000,
+                    end_ns: 1_500_000_000,
+                    first_ack_ns: None,
+                    cwnd_at_ack: None,
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let f = facts(&sc, &t);
+        assert_eq!(f.life_s, 2.0);
+        assert_eq!(f.net_drops, 2);
+        assert_eq!((f.retx_segments, f.spurious_retx), (2, 1));
+        assert_eq!(f.rtos, 1);
+        // the pause held beyond Linux's delayed-ACK cap is not one
+        assert_eq!(f.delack_pauses, 1);
+        assert!((f.delack_s - 0.060).abs() < 1e-9);
+        // last ACK before the RTO at 1.0 s, RTO at 1.2 s
+        assert!((f.rto_stall_s - 0.2).abs() < 1e-9);
+        assert!((f.recovery_s - 0.3).abs() < 1e-9);
+        assert_eq!(f.rwnd_share, 0.25);
+        assert_eq!(f.reorders_injected, 1);
+        assert!(!f.capture_or_health_problem);
+    }
+}
