@@ -133,6 +133,10 @@ fn timer_note(f: &Finding) -> Option<String> {
 /// Settles the findings of one connection whose life is `[from, to]` (seconds since the
 /// capture's first frame): see the module's doc. `recost` gives a finding its new cost in
 /// seconds (with the share and projection that go with it). Findings keep their order.
+///
+/// Two passes: the seconds of the episodes first (observed time), in cause order; then the
+/// costs beyond the episodes (a window deficit, an equivalent at the path's rate), in the
+/// same order, from what is left of the life.
 pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&mut Finding, f64)) {
     let life = (to - from).max(0.0);
     let n = findings.len();
@@ -142,13 +146,16 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
         (!f.claims_first, claim_rank(f.kind))
     });
     let mut claimed: Set = Vec::new();
-    // Each finding's seconds after settling (to name who explained a folded one).
+    // Per finding: its seconds after settling (to name who explained a folded one), its own
+    // seconds before (for the note), its cost within and beyond its episodes, and whether
+    // an earlier finding explained every one of its timed episodes.
     let mut kept: Vec<Set> = vec![Vec::new(); n];
-    let mut folded: Vec<Option<usize>> = vec![None; n];
-    // Each finding's own seconds before settling (for the note of a folded one).
     let mut held = vec![0.0; n];
-    let mut left = life;
-    for (pos, &i) in order.iter().enumerate() {
+    let mut within = vec![0.0; n];
+    let mut beyond = vec![0.0; n];
+    let mut explained = vec![false; n];
+    let mut owns = vec![Vec::new(); n];
+    for &i in &order {
         let f = &mut findings[i];
         let spans: Vec<(f64, f64)> = if f.spans.is_empty() {
             f.episode_list
@@ -162,19 +169,13 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
         let m = measure(&own);
         held[i] = m;
         let ov = overlap(&own, &claimed);
-        let c = f.cost.seconds;
-        let mut settled = if m > EPS_S && ov > EPS_S {
-            // Within its episodes a cost is spread evenly; beyond them (a window deficit
-            // after a recovery) it is not time anyone else claims.
-            if c <= m { c * (1.0 - ov / m) } else { c - ov }
+        let c = f.cost.seconds.max(0.0);
+        // Within its episodes a cost is spread evenly over them.
+        (within[i], beyond[i]) = if c <= m {
+            (if m > 0.0 { c * (1.0 - ov / m) } else { 0.0 }, 0.0)
         } else {
-            c
+            (m - ov, c - m)
         };
-        settled = settled.clamp(0.0, left.max(0.0));
-        if settled < c - EPS_S {
-            recost(f, settled);
-            f.severity = f.severity.min(Severity::from_share(f.cost.share));
-        }
         // What is left of each episode once the earlier findings' seconds are taken out.
         let mut free: Set = own.clone();
         if ov > EPS_S {
@@ -213,23 +214,38 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
             if f.episodes as usize == spans.len() {
                 f.episodes -= covered;
             }
-            // Every timed episode explained by an earlier finding, and nothing left of the
-            // cost: that finding's cause is this one's.
-            if timed > 0 && covered as usize == timed && f.cost.seconds <= EPS_S && c > EPS_S {
-                folded[i] = order[..pos]
-                    .iter()
-                    .copied()
-                    .max_by(|&x, &y| overlap(&own, &kept[x]).total_cmp(&overlap(&own, &kept[y])));
-            }
+            explained[i] = timed > 0 && covered as usize == timed;
         }
-        if f.cost.seconds > EPS_S {
-            left -= f.cost.seconds;
+        if within[i] > EPS_S {
             claimed = union(
                 claimed.iter().copied().chain(free.iter().copied()),
                 from,
                 to,
             );
             kept[i] = free;
+        }
+        owns[i] = own;
+    }
+    let mut left = life - within.iter().sum::<f64>();
+    let mut folded: Vec<Option<usize>> = vec![None; n];
+    for (pos, &i) in order.iter().enumerate() {
+        let extra = beyond[i].min(left.max(0.0));
+        left -= extra;
+        let settled = within[i] + extra;
+        let f = &mut findings[i];
+        let c = f.cost.seconds;
+        if settled < c - EPS_S {
+            recost(f, settled);
+            f.severity = f.severity.min(Severity::from_share(f.cost.share));
+        }
+        // Every timed episode explained by an earlier finding, and nothing left of the
+        // cost: that finding's cause is this one's.
+        if explained[i] && f.cost.seconds <= EPS_S && c > EPS_S {
+            let own = &owns[i];
+            folded[i] = order[..pos]
+                .iter()
+                .copied()
+                .max_by(|&x, &y| overlap(own, &kept[x]).total_cmp(&overlap(own, &kept[y])));
         }
     }
     // Fold the explained findings into their causes.
@@ -371,6 +387,23 @@ mod tests {
             v[0].cost.seconds
         );
         assert_eq!(v[0].severity, Severity::Major);
+    }
+
+    #[test]
+    fn observed_seconds_come_before_costs_beyond_the_episodes() {
+        // A short recovery with a large window deficit after it, and 8 s of idle time: the
+        // idle seconds are observed, the deficit only gets what is left.
+        let mut v = vec![
+            finding(FindingKind::NetworkLoss, 6.0, &[(1.0, 0.1)]),
+            finding(FindingKind::ApplicationLimited, 8.0, &[(2.0, 8.0)]),
+        ];
+        settle(&mut v, 0.0, 10.0, recost);
+        assert!((v[1].cost.seconds - 8.0).abs() < 1e-9);
+        assert!(
+            (v[0].cost.seconds - 2.0).abs() < 1e-9,
+            "{}",
+            v[0].cost.seconds
+        );
     }
 
     #[test]
