@@ -21,6 +21,12 @@ use crate::finding::{Episode, Finding, FindingKind, MAX_EPISODES_LISTED, Severit
 /// converted to f64 seconds since the capture's start).
 pub const EPS_S: f64 = 1e-6;
 
+/// An episode at most this share of which is left once the earlier findings' seconds are
+/// taken out is explained by them; a finding whose every episode is explained and which
+/// kept at most this share of its cost is folded into its cause (tcpdx choice: the round
+/// trip of a turn, or a timestamp's rounding, is left at an idle gap's edges).
+pub const FOLD_LEFT_SHARE: f64 = 0.1;
+
 /// The order in which findings claim time, the most specific cause first (the time
 /// budget's painting priority, [`crate::State::ALL`]): the handshake before anything (a SYN
 /// waiting for its retransmission is neither a timeout of the transfer nor a loss of it),
@@ -199,20 +205,29 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
                     .iter()
                     .copied()
                     .max_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)));
-                match largest {
-                    Some((x, y)) if listed.len() < MAX_EPISODES_LISTED => listed.push(Episode {
+                if measure(&pieces) <= FOLD_LEFT_SHARE * (b - a) {
+                    covered += 1;
+                }
+                if let Some((x, y)) = largest
+                    && listed.len() < MAX_EPISODES_LISTED
+                {
+                    listed.push(Episode {
                         start_s: x,
                         duration_s: y - x,
-                    }),
-                    Some(_) => {}
-                    None => covered += 1,
+                    });
                 }
                 free.extend(pieces);
             }
             free = union(free, from, to);
             f.episode_list = listed;
             if f.episodes as usize == spans.len() {
-                f.episodes -= covered;
+                // Episodes with nothing left are gone; those with a remainder stay.
+                f.episodes = spans
+                    .iter()
+                    .filter(|&&(a, b)| {
+                        b - a <= EPS_S || !free_pieces(a.max(from), b.min(to), &claimed).is_empty()
+                    })
+                    .count() as u32;
             }
             explained[i] = timed > 0 && covered as usize == timed;
         }
@@ -238,9 +253,9 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
             recost(f, settled);
             f.severity = f.severity.min(Severity::from_share(f.cost.share));
         }
-        // Every timed episode explained by an earlier finding, and nothing left of the
-        // cost: that finding's cause is this one's.
-        if explained[i] && f.cost.seconds <= EPS_S && c > EPS_S {
+        // Every timed episode explained by earlier findings, and (almost) nothing left of
+        // the cost: their cause is this one's.
+        if explained[i] && c > EPS_S && f.cost.seconds <= FOLD_LEFT_SHARE * c {
             let own = &owns[i];
             folded[i] = order[..pos]
                 .iter()
@@ -366,6 +381,39 @@ mod tests {
         );
         assert!(v[0].explanation.contains("fixed-duration-stall"));
         assert!(v[0].explanation.contains("a whole 1 s: a timer"));
+    }
+
+    #[test]
+    fn a_finding_mostly_explained_by_a_cause_is_folded_into_it() {
+        // Idle time covering all but the edges of each equal silence: below the share left,
+        // the silences are the idle time's; above it, they stay a finding of their own.
+        for (left, folds) in [
+            (FOLD_LEFT_SHARE * 0.9, true),
+            (FOLD_LEFT_SHARE * 1.1, false),
+        ] {
+            let mut v = vec![finding(
+                FindingKind::FixedDurationStall,
+                3.0,
+                &[(1.0, 1.0), (3.0, 1.0), (5.0, 1.0)],
+            )];
+            let idle: Vec<(f64, f64)> = [1.0, 3.0, 5.0]
+                .iter()
+                .map(|&a| (a + left, 1.0 - left))
+                .collect();
+            v.push(finding(
+                FindingKind::ApplicationLimited,
+                3.0 * (1.0 - left),
+                &idle,
+            ));
+            settle(&mut v, 0.0, 10.0, recost);
+            let kinds: Vec<_> = v.iter().map(|f| f.kind).collect();
+            assert_eq!(
+                kinds.contains(&FindingKind::FixedDurationStall),
+                !folds,
+                "{left}: {kinds:?}"
+            );
+            assert!(total(&v) <= 10.0);
+        }
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //!
 //! Candidates are the silent gaps no other finding explains: not a SYN waiting for its
 //! retransmission, a timeout, a delayed ACK or Nagle (timer pauses), not a turn of a
-//! request/response conversation or a client's own pause (application-limited), not a wait
-//! for ACKs with data in flight lasting a few round trips (the ACK clock), not a zero
-//! window (receiver-window-limited). A single silence, however long, is never one: one
+//! request/response conversation or a client's own pause (idle time, application-limited),
+//! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock), not a
+//! zero window (receiver-window-limited). Silences mostly counted as idle time are folded
+//! into that finding ([`crate::account`]). A single silence, however long, is never one: one
 //! occurrence cannot show a repeating timer; its cause's finding carries its duration.
 
 use std::fmt::Write as _;
@@ -51,7 +52,8 @@ pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
     if !g.in_flight && g.next_dir == Dir::ClientToServer {
         return false;
     }
-    // A turn of a conversation: one side's data, then the other side's answer.
+    // A turn of a conversation (one side's data, then the other side's answer, a server
+    // holding its reply): idle time, whose finding notes equal holds (application-limited).
     if !g.in_flight && g.next_has_data && g.last_data_dir.is_some_and(|d| d != g.next_dir) {
         return false;
     }

@@ -84,10 +84,11 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     f.cost = cx.cost(cost_ns as f64 / 1e9);
-    // Severity from what the problems cost here: advice that cost nothing (window scaling
-    // missing while the window never limited, SACK off without a loss) is information.
-    f.severity = if mattered && f.cost.seconds > 0.0 {
-        Severity::from_share(f.cost.share).max(Severity::Minor)
+    // Severity from what the problems cost here (the SYNs' wait): advice that cost nothing
+    // (window scaling missing while the window never limited, SACK off without a loss) is
+    // information.
+    f.severity = if mattered {
+        Severity::from_share(f.cost.share)
     } else {
         Severity::Info
     };
