@@ -174,13 +174,12 @@ fn expect(scenario: &str, t: &Value) -> Expect {
                 absent: &[],
             }
         }
+        // One 5 s hold of the server: its cause (the server holding the reply, idle time)
+        // carries it with the timer noted; a single silence is no fixed-duration stall
+        // (issue 38). The storage layer reports it with the operation (`tcpdx diagnose`).
         "case003_nfs_write_stall" => Expect {
-            top: &[
-                K::FixedDurationStall,
-                K::ApplicationLimited,
-                K::ReceiverWindowLimited,
-            ],
-            kind: Some(K::FixedDurationStall),
+            top: &[K::ApplicationLimited, K::ReceiverWindowLimited],
+            kind: Some(K::ApplicationLimited),
             episodes: Some(ep("stalls").len() as u64),
             stall_s: Some(
                 ep("stalls")
@@ -189,7 +188,7 @@ fn expect(scenario: &str, t: &Value) -> Expect {
                     .sum::<i64>() as f64
                     / 1e9,
             ),
-            absent: &[],
+            absent: &[K::FixedDurationStall],
         },
         // The kernel cut the window (ssthresh) and then grew it additively (`ca_growth`)
         // after each of these recoveries: a burst loss, or one overflow of the shallow queue.
@@ -566,4 +565,47 @@ fn receiver_side_captures_of_case000_blame_the_loss_upstream_not_the_application
             count(K::DelackSlowstartStall)
         );
     }
+}
+
+/// The 5 s server hold of case 003, diagnosed from TCP alone, is noted as a timer on the
+/// finding that counts its time; the storage layer names the operation it held.
+#[test]
+fn a_server_hold_at_a_timer_is_noted_on_its_cause() {
+    let dir = common::data_dir("lab").join("case003_nfs_write_stall");
+    let d = diagnose(&dir.join("client.pcap.gz"), false);
+    let f = d
+        .findings
+        .iter()
+        .filter(|f| f.kind == K::ApplicationLimited)
+        .max_by(|a, b| a.cost.seconds.total_cmp(&b.cost.seconds))
+        .expect("the hold as idle time");
+    assert!(
+        f.explanation.contains("a whole 5 s: a timer"),
+        "{}",
+        f.explanation
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+        .args(["diagnose", "--json", "--no-progress"])
+        .arg(dir.join("client.pcap.gz"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("diagnose --json");
+    let top = &v["findings"][0];
+    assert_eq!(top["kind"], "fixed-duration-stall", "{top:#}");
+    assert!(
+        top["explanation"]
+            .as_str()
+            .is_some_and(|e| e.contains("GETATTR")),
+        "{top:#}"
+    );
+    // Counted once: the idle time of that connection went to the operation's stall.
+    let stream = top["stream"].as_u64();
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["stream"].as_u64() != stream || f["kind"] != "application-limited"),
+        "{v:#}"
+    );
 }

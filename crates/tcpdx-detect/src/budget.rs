@@ -108,6 +108,10 @@ pub struct ConnBudget {
     pub seconds: f64,
     /// Seconds per state (they add up to `seconds`).
     pub states: StateTimes,
+    /// Start, seconds since the capture's first frame (where the findings' episodes are
+    /// placed when time is accounted again, [`crate::account::settle_diagnosis`]).
+    #[serde(skip)]
+    pub start_s: f64,
 }
 
 /// The capture's budget: the sum over connections, and each connection's.
@@ -185,6 +189,7 @@ pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
         stream: c.stream,
         seconds: c.lifetime() as f64 / 1e9,
         states: paint(c.first_ts, c.last_ts, &iv),
+        start_s: c.rel_s(c.first_ts),
     }
 }
 

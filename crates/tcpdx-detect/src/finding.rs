@@ -190,6 +190,13 @@ pub struct Finding {
     /// Evidence from this index on is not yet tagged with an episode.
     #[serde(skip)]
     untagged_from: usize,
+    /// Every episode as `(start_s, end_s)`, listed or not: the seconds this finding claims
+    /// when the connection's time is accounted once ([`crate::account`]), then emptied.
+    #[serde(skip)]
+    pub(crate) spans: Vec<(f64, f64)>,
+    /// Claims its time before the TCP findings ([`Finding::claim_first`]).
+    #[serde(skip)]
+    pub(crate) claims_first: bool,
 }
 
 /// Episodes listed per finding; the count in `episodes` is always complete (tcpdx choice:
@@ -216,6 +223,8 @@ impl Finding {
             file: None,
             episodes_seen: 0,
             untagged_from: 0,
+            spans: Vec::new(),
+            claims_first: false,
         }
     }
 
@@ -257,12 +266,20 @@ impl Finding {
             e.episode = Some(n);
         }
         self.untagged_from = self.evidence.len();
+        self.spans.push((start_s, start_s + duration_s.max(0.0)));
         if self.episode_list.len() < MAX_EPISODES_LISTED {
             self.episode_list.push(Episode {
                 start_s,
                 duration_s,
             });
         }
+    }
+
+    /// Makes this finding claim its episodes' time before the TCP-level findings when a
+    /// connection's time is accounted ([`crate::account::settle`]): a cause known from
+    /// above TCP (a storage server holding a reply) explains the silence it made.
+    pub fn claim_first(&mut self) {
+        self.claims_first = true;
     }
 
     /// Sum of the listed episodes' durations.

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod account;
 pub mod budget;
 pub mod detectors;
 pub mod finding;
@@ -356,6 +357,12 @@ fn diagnose(c: &mut ConnTracker) -> Diagnosed {
     let budget = budget::connection_budget(c, &pauses);
     let cx = ConnContext::new(c, &budget, &pauses);
     let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
+    account::settle(
+        &mut findings,
+        cx.rel_s(c.first_ts),
+        cx.rel_s(c.last_ts),
+        |f, s| f.cost = cx.cost(s),
+    );
     if findings.iter().all(|f| f.severity == Severity::Info) {
         findings.extend(detectors::path_limited::detect(&cx));
     }

@@ -387,6 +387,7 @@ mod tests {
             stream,
             seconds,
             states,
+            start_s: 0.0,
         };
         Diagnosed::new(stream, Vec::new(), inference, budget)
     }

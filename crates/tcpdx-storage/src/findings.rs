@@ -16,10 +16,11 @@
 
 use rustc_hash::FxHashMap;
 use tcpdx_core::StreamId;
+use tcpdx_detect::account::settle_diagnosis;
 use tcpdx_detect::detectors::fixed_duration_stall::{
     KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
 };
-use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity, sort_findings};
+use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity};
 use tcpdx_wire::{FrameNo, Timestamp};
 
 use crate::srt::{SrtCollector, SrtConfig, SrtReport, StreamSummary};
@@ -123,7 +124,9 @@ pub fn add_findings(ev: &StorageEvidence, diag: &mut Diagnosis) {
             merge(diag, f);
         }
     }
-    sort_findings(&mut diag.findings);
+    // One account of each connection's time: an operation's wait is counted once, under
+    // the stall that names the operation, not again as TCP idle time.
+    settle_diagnosis(diag);
 }
 
 impl StorageEvidence {
@@ -231,6 +234,8 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
     for (stream, g) in &by_stream {
         let stream = *stream;
         let mut f = Finding::new(FindingKind::FixedDurationStall, Some(stream.0));
+        // The server held these replies: the cause of the TCP silence meanwhile.
+        f.claim_first();
         let total: i64 = g.iter().map(|x| x.1).sum();
         let mut parts = Vec::new();
         for (t, srt) in g {

@@ -1,6 +1,8 @@
 //! `application-limited` (TCP level): the connection sat idle with nothing in flight: the
 //! client did not send the next request, or the server was slow to answer.
 
+use tcpdx_core::Dir;
+
 use super::{ConnContext, ms};
 use crate::budget::State;
 use crate::finding::{Finding, FindingKind, Severity};
@@ -37,6 +39,20 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         f.evidence(g.frame_after, "first segment after the idle period");
         f.episode(cx.rel_s(g.start), g.idle_ns(cx.rtt) as f64 / 1e9);
     }
+    // Equal holds are a timer at the answering side: noted here, where their time is
+    // counted, not as a second finding.
+    let holds: Vec<i64> = gaps
+        .iter()
+        .filter(|g| g.next_dir == Dir::ServerToClient && g.next_has_data)
+        .map(|g| g.duration())
+        .collect();
+    let equal =
+        super::fixed_duration_stall::equal_durations(holds).map_or_else(String::new, |(n, d)| {
+            format!(
+                " {n} of the server's answers came after the same {}: a timer at the server.",
+                ms(d)
+            )
+        });
     f.wireshark_filter = format!("tcp.stream == {} && tcp.time_delta >= 0.010", cx.stream());
     f.confidence = 0.6;
     let (client, server) = (&cx.conn.endpoints[0], &cx.conn.endpoints[1]);
@@ -44,7 +60,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         "The connection was idle with nothing in flight for {tot:.3} s of {life:.3} s: \
          {think:.3} s waiting for {server} to answer (server think time) and {idle:.3} s with \
          the application not sending (mostly {client}'s turn). {n} idle period(s), the longest \
-         {longest}.",
+         {longest}.{equal}",
         tot = think + idle,
         n = gaps.len(),
         longest = ms(longest),

@@ -1,7 +1,13 @@
-//! `fixed-duration-stall`: stalls that repeat at one duration, or one long stall at a
-//! well-known timer value: a timer somewhere. See: ../shared/cases/003_*.txt (5 s).
+//! `fixed-duration-stall`: silences that repeat at one duration with no other cause: a
+//! timer somewhere. See: ../shared/cases/003_*.txt (5 s).
 //!
-//! Candidates are every silent gap, zero-window period and timeout stall of the connection.
+//! Candidates are the silent gaps no other finding explains: not a SYN waiting for its
+//! retransmission, a timeout, a delayed ACK or Nagle (timer pauses), not a turn of a
+//! request/response conversation or a client's own pause (idle time, application-limited),
+//! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock), not a
+//! zero window (receiver-window-limited). Silences mostly counted as idle time are folded
+//! into that finding ([`crate::account`]). A single silence, however long, is never one: one
+//! occurrence cannot show a repeating timer; its cause's finding carries its duration.
 
 use std::fmt::Write as _;
 
@@ -9,6 +15,7 @@ use tcpdx_core::Dir;
 
 use super::ConnContext;
 use crate::finding::{Finding, FindingKind};
+use crate::infer::Gap;
 
 /// Shortest stall considered (tcpdx choice: the shortest delayed-ACK timer, 40 ms, minus
 /// jitter).
@@ -18,60 +25,52 @@ pub const FIXED_MIN_NS: i64 = 30_000_000;
 pub const SAME_DURATION_TOLERANCE: f64 = 0.05;
 /// Repetitions needed for a cluster of equal stalls (tcpdx choice).
 pub const MIN_REPEATS: usize = 3;
-/// Well-known timers a single long stall is compared with (DESIGN.md: 5 s, 1 s; NFS/SMB
-/// client and server timeouts), and the tolerance for that match (tighter, tcpdx choice).
+/// Well-known timers (DESIGN.md: 5 s, 1 s; NFS/SMB client and server timeouts): a silence
+/// of about one of these is noted as a timer on its cause's finding.
 pub const KNOWN_TIMERS_NS: [i64; 4] = [1_000_000_000, 3_000_000_000, 5_000_000_000, 10_000_000_000];
-/// Tolerance for a single stall to match a known timer.
+/// Tolerance for a duration to match a known timer.
 pub const KNOWN_TIMER_TOLERANCE: f64 = 0.03;
+/// A silence with data in flight ended by an ACK within this many round trips is the ACK
+/// clock (the sender waiting with its window full), not a stall (tcpdx choice: a receiver
+/// acknowledging on a coarse timer grid, or a slow link's serialisation, stays within a
+/// few round trips; a timer that stalls a transfer holds it many).
+pub const ACK_CLOCK_RTTS: i64 = 4;
+/// The cluster's median must be at least this many times the median of the connection's
+/// other silences: equal stalls stand out from the connection's own variation (tcpdx
+/// choice: a connection whose silences are all alike shows its rhythm, not a timer).
+pub const STANDOUT: f64 = 2.0;
 
-/// A stall candidate: (start, end, frame ending it, what it was).
-type Stall = (i64, i64, u64, &'static str);
+/// A stall candidate: (start, end, frame ending it).
+type Stall = (i64, i64, u64);
 
-fn candidates(cx: &ConnContext<'_>) -> Vec<Stall> {
-    let c = cx.conn;
-    // Silences explained by a finding of their own (delayed-ACK stalls, timeouts, a SYN
-    // waiting for its retransmission) are that finding's, not an unknown timer's.
-    // Nor are the client's own pauses with nothing in flight (a user, a keep-alive or poll
-    // interval): the client chose not to send; a timer that stalls a transfer holds data in
-    // flight, or a request waiting for its answer.
-    // The length test first: it is the cheapest and drops most gaps (no vector is then
-    // allocated for a connection without a long one).
-    let mut long = c
-        .gaps
-        .iter()
-        .filter(|g| g.end - g.start >= FIXED_MIN_NS)
-        .peekable();
-    // Sized for every gap at once: collected from a filter, the list grew from four, one
-    // reallocation at a time (2% of `diagnose` on many connections with regular silences).
-    let mut v: Vec<Stall> = if long.peek().is_some() {
-        Vec::with_capacity(c.gaps.len())
-    } else {
-        Vec::new()
-    };
-    v.extend(
-        long.filter(|g| !g.setup && !cx.pauses.explain(g.start, g.end))
-            .filter(|g| g.in_flight || g.next_dir != Dir::ClientToServer)
-            .map(|g| (g.start, g.end, g.frame_after, "silence")),
-    );
-    for s in &c.senders {
-        v.extend(
-            s.zero_windows
-                .iter()
-                .filter(|z| z.end - z.start >= FIXED_MIN_NS)
-                .map(|z| (z.start, z.end, z.end_frame, "zero window")),
-        );
+/// True if `g` is a silence no other cause explains (see the module's doc).
+pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
+    if g.setup || cx.pauses.explain(g.start, g.end) {
+        return false;
     }
-    v
+    // A client's own pause with nothing in flight: the client chose not to send.
+    if !g.in_flight && g.next_dir == Dir::ClientToServer {
+        return false;
+    }
+    // A turn of a conversation (one side's data, then the other side's answer, a server
+    // holding its reply): idle time, whose finding notes equal holds (application-limited).
+    if !g.in_flight && g.next_has_data && g.last_data_dir.is_some_and(|d| d != g.next_dir) {
+        return false;
+    }
+    // The ACK clock: data in flight, an ACK within a few round trips.
+    if g.in_flight && !g.next_has_data && cx.rtt > 0 && g.duration() <= ACK_CLOCK_RTTS * cx.rtt {
+        return false;
+    }
+    // A zero window is the receiver's (receiver-window-limited).
+    !cx.sender()
+        .zero_windows
+        .iter()
+        .any(|z| z.start <= g.end && g.start <= z.end)
 }
 
-/// Finds stalls clustered at one duration.
-pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
-    let mut v = candidates(cx);
-    if v.is_empty() {
-        return Vec::new();
-    }
-    v.sort_by_key(|x| x.1 - x.0);
-    // Largest group of stalls within the tolerance of one another.
+/// The largest group of durations within [`SAME_DURATION_TOLERANCE`] of one another in
+/// `v` (sorted by duration).
+fn largest_cluster(v: &[Stall]) -> &[Stall] {
     let mut best: &[Stall] = &[];
     let mut j = 0;
     for i in 0..v.len() {
@@ -86,34 +85,72 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
             best = &v[i..=j];
         }
     }
-    let longest = v[v.len() - 1];
-    let timer = KNOWN_TIMERS_NS
+    best
+}
+
+/// The largest group of at least [`MIN_REPEATS`] durations within
+/// [`SAME_DURATION_TOLERANCE`] of one another: (how many, their median), for the note a
+/// cause's finding gives its equal silences (server holds of one length: a timer there).
+pub fn equal_durations(mut d: Vec<i64>) -> Option<(usize, i64)> {
+    d.sort_unstable();
+    let v: Vec<Stall> = d.iter().map(|&x| (0, x, 0)).collect();
+    let best = largest_cluster(&v);
+    (best.len() >= MIN_REPEATS).then(|| (best.len(), best[best.len() / 2].1))
+}
+
+/// True if a cluster with median `median` stands out of the connection's other silences
+/// (`others`, ns): [`STANDOUT`] times their median or more (or there are none).
+pub fn stands_out(median: i64, others: &mut [i64]) -> bool {
+    if others.is_empty() {
+        return true;
+    }
+    others.sort_unstable();
+    median as f64 >= STANDOUT * others[others.len() / 2] as f64
+}
+
+/// Finds unexplained silences clustered at one duration.
+pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
+    let c = cx.conn;
+    // The length test first: it is the cheapest and drops most gaps (no vector is then
+    // allocated for a connection without a long one).
+    let mut long = c
+        .gaps
         .iter()
-        .copied()
-        .find(|&t| ((longest.1 - longest.0 - t) as f64).abs() <= t as f64 * KNOWN_TIMER_TOLERANCE);
-    let mut group: Vec<Stall> = if best.len() >= MIN_REPEATS {
-        best.to_vec()
-    } else if timer.is_some() {
-        vec![longest]
-    } else {
+        .filter(|g| g.end - g.start >= FIXED_MIN_NS)
+        .peekable();
+    if long.peek().is_none() {
         return Vec::new();
-    };
-    let total: i64 = group.iter().map(|x| x.1 - x.0).sum();
+    }
+    let mut v: Vec<Stall> = long
+        .filter(|g| unexplained(cx, g))
+        .map(|g| (g.start, g.end, g.frame_after))
+        .collect();
+    if v.len() < MIN_REPEATS {
+        return Vec::new();
+    }
+    v.sort_by_key(|x| x.1 - x.0);
+    let best = largest_cluster(&v);
+    if best.len() < MIN_REPEATS {
+        return Vec::new();
+    }
+    let mut group: Vec<Stall> = best.to_vec();
     let median = group[group.len() / 2].1 - group[group.len() / 2].0;
-    // The kinds in name order, each once (the only two candidates give).
-    let silence = group.iter().any(|x| x.3 == "silence");
-    let zero_window = group.iter().any(|x| x.3 == "zero window");
-    let what = match (silence, zero_window) {
-        (true, true) => "silence, zero window",
-        (false, true) => "zero window",
-        _ => "silence",
-    };
+    let mut others: Vec<i64> = c
+        .gaps
+        .iter()
+        .filter(|g| !group.iter().any(|x| x.0 == g.start && x.1 == g.end))
+        .map(|g| g.duration())
+        .collect();
+    if !stands_out(median, &mut others) {
+        return Vec::new();
+    }
+    let total: i64 = group.iter().map(|x| x.1 - x.0).sum();
     let mut f = cx.finding(FindingKind::FixedDurationStall, total as f64 / 1e9);
     f.episodes = group.len() as u32;
     f.reserve(group.len());
     group.sort_by_key(|x| x.0);
     for x in &group {
-        f.evidence(x.2, x.3);
+        f.evidence(x.2, "silence");
         f.episode(cx.rel_s(x.0), (x.1 - x.0) as f64 / 1e9);
     }
     f.wireshark_filter = format!(
@@ -121,14 +158,15 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         cx.stream(),
         median as f64 / 1e9 * (1.0 - SAME_DURATION_TOLERANCE)
     );
-    f.confidence = if group.len() >= MIN_REPEATS { 0.7 } else { 0.5 };
+    f.confidence = 0.7;
     // Written into a string of the text's size: this finding can come for every connection
     // of a capture (grown from empty, it reallocated several times each).
     let mut explanation = String::with_capacity(400);
     let _ = write!(
         explanation,
-        "{n} stall(s) of the same length, about {len:.1} ms each ({what}), {total:.1} ms in \
-         total. Equal stalls come from a timer, not from congestion: a delayed-ACK or \
+        "{n} silences of the same length, about {len:.1} ms each, {total:.1} ms in total, \
+         that no other cause explains (no timeout, delayed ACK, zero window or turn of the \
+         conversation). Equal stalls come from a timer, not from congestion: a delayed-ACK or \
          retransmission timer, an application or storage timeout, a periodic flush or lock.",
         n = group.len(),
         len = median as f64 / 1e6,

@@ -36,6 +36,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         ));
         f.evidence(h.syn_frame, "first SYN");
         f.evidence(h.last_syn_frame, "SYN retransmission");
+        // The wait is this finding's time: a timeout or a loss seen in it is the SYN's.
+        f.episode(cx.rel_s(first), cost_ns as f64 / 1e9);
         mattered = true;
     }
     let (cws, csack, cmss) = h.client_opts;
@@ -82,8 +84,11 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     f.cost = cx.cost(cost_ns as f64 / 1e9);
+    // Severity from what the problems cost here (the SYNs' wait): advice that cost nothing
+    // (window scaling missing while the window never limited, SACK off without a loss) is
+    // information.
     f.severity = if mattered {
-        Severity::from_share(f.cost.share).max(Severity::Minor)
+        Severity::from_share(f.cost.share)
     } else {
         Severity::Info
     };

@@ -187,8 +187,15 @@ pub fn real_loss_episodes(s: &SenderState) -> impl Iterator<Item = LossEpisode> 
 
 /// Window deficit after an episode: the time the sender's window spent below `target`
 /// segments, weighted by how far below, over the rounds from `first_round` until it regains
-/// the target or the next episode starts. Seconds.
-pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until: i64) -> f64 {
+/// the target, the next episode starts, or a round lasts longer than `max_round_ns` (0: no
+/// bound). Seconds.
+pub fn window_deficit_s(
+    s: &SenderState,
+    first_round: usize,
+    target: f64,
+    until: i64,
+    max_round_ns: i64,
+) -> f64 {
     if target <= 0.0 {
         return 0.0;
     }
@@ -203,7 +210,9 @@ pub fn window_deficit_s(s: &SenderState, first_round: usize, target: f64, until:
             continue;
         }
         let w = f64::from(r.pkts);
-        if w >= target || r.rwnd_limited {
+        // A round of many round trips is a pause (the application, a timer): the window
+        // did not hold the sender back then, and that time is another finding's.
+        if w >= target || r.rwnd_limited || (max_round_ns > 0 && r.duration() > max_round_ns) {
             break;
         }
         lost += r.duration() as f64 / 1e9 * (1.0 - w / target);
@@ -219,6 +228,10 @@ pub fn in_delack_stall(s: &SenderState, start: i64, end: i64) -> bool {
     s.delack.iter().any(|d| within(d.start, d.end))
         || s.nagle.iter().any(|n| within(n.start, n.end))
 }
+
+/// A round lasting more than this many path round trips ends a window deficit (tcpdx
+/// choice: queueing stretches a loaded round to a few round trips; a pause is longer).
+pub const DEFICIT_ROUND_MAX_RTTS: i64 = 4;
 
 /// Share of a recovery episode's duration counted as lost: during fast recovery the sender
 /// still sends, at about half its rate (RFC 5681 section 3.2 halves the window; RFC 6937 PRR
@@ -240,7 +253,13 @@ pub fn episode_cost_s(cx: &ConnContext<'_>, i: usize) -> f64 {
         target = target.min(bdp);
     }
     e.duration() as f64 / 1e9 * RECOVERY_LOST_SHARE
-        + window_deficit_s(s, e.next_round, target, until)
+        + window_deficit_s(
+            s,
+            e.next_round,
+            target,
+            until,
+            DEFICIT_ROUND_MAX_RTTS * cx.rtt.max(0),
+        )
 }
 
 /// Milliseconds, for prose.

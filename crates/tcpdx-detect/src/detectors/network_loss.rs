@@ -31,7 +31,13 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .sum();
     let mut f = cx.finding(FindingKind::NetworkLoss, cost);
     f.episodes = eps.len() as u32;
-    for e in &eps {
+    // The collapsed episodes' time is cwnd-collapse's: listed there, not here too.
+    for (_, e) in s
+        .episodes
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| e.real_losses() > 0 && !collapsed.contains(i))
+    {
         if let Some(x) = e.third_dupack_frame {
             f.evidence(x, "third duplicate ACK");
         }

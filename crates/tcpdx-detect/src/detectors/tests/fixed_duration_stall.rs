@@ -1,0 +1,156 @@
+//! `fixed-duration-stall` scenarios: equal silences no other cause explains, and the
+//! silences a cause explains (reported under it, not as a timer stall).
+
+use super::*;
+use crate::detectors::fixed_duration_stall::{
+    ACK_CLOCK_RTTS, MIN_REPEATS, SAME_DURATION_TOLERANCE, STANDOUT, equal_durations, stands_out,
+};
+
+/// `n` requests of 200 bytes whose ACK (with the answer) comes `hold_ms[i]` later: data in
+/// flight through each silence, which the answer ends (no delayed ACK: it carries data).
+fn held_requests(hold_ms: &[f64]) -> Script {
+    let mut t = Script::new();
+    t.handshake();
+    let mut at = 20.0;
+    for &h in hold_ms {
+        t.at_ms(at).client_sends(AUTO, 200);
+        t.after_ms(h).server_sends(AUTO, 100);
+        t.after_ms(1).client_acks(AUTO);
+        at += h + 50.0;
+    }
+    t
+}
+
+#[test]
+fn equal_silences_with_data_in_flight_are_a_timer_stall_from_three_on() {
+    for (n, want) in [
+        (MIN_REPEATS - 1, false),
+        (MIN_REPEATS, true),
+        (MIN_REPEATS + 1, true),
+    ] {
+        let d = diagnose(&held_requests(&vec![240.0; n]));
+        let f = d.findings.iter().find(|f| f.kind == K::FixedDurationStall);
+        assert_eq!(f.is_some(), want, "{n} silences: {:#?}", d.findings);
+        if let Some(f) = f {
+            assert_eq!(f.episodes as usize, n);
+            assert!((f.episode_list[0].duration_s - 0.24).abs() < 1e-6);
+        }
+    }
+}
+
+#[test]
+fn a_single_long_silence_is_never_a_timer_stall() {
+    let d = diagnose(&held_requests(&[5000.0]));
+    assert!(
+        d.findings.iter().all(|f| f.kind != K::FixedDurationStall),
+        "{:#?}",
+        d.findings
+    );
+}
+
+#[test]
+fn equal_means_within_the_tolerance() {
+    let base = 240.0;
+    let at = |share: f64| held_requests(&[base, base, base * (1.0 + share)]);
+    let tol = SAME_DURATION_TOLERANCE;
+    for (share, want) in [(tol * 0.9, true), (tol * 1.2, false)] {
+        let d = diagnose(&at(share));
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "spread {share}: {:#?}",
+            d.findings
+        );
+    }
+    assert_eq!(equal_durations(vec![100, 105, 100]), Some((3, 100)));
+    assert_eq!(equal_durations(vec![100, 106, 100]), None);
+}
+
+#[test]
+fn equal_server_holds_are_noted_on_the_idle_time() {
+    // Requests acknowledged at once and answered after the same 240 ms each time: the
+    // server held its answer (a turn of the conversation), so the time is idle time whose
+    // note names the timer, not a second finding.
+    let mut t = Script::new();
+    t.handshake();
+    for i in 0..4 {
+        t.at_ms(20 + i * 260).client_sends(AUTO, 200);
+        t.after_ms(5).server_acks(AUTO);
+        t.after_ms(240).server_sends(AUTO, 100);
+        t.after_ms(5).client_acks(AUTO);
+    }
+    let d = diagnose(&t);
+    assert!(
+        d.findings.iter().all(|f| f.kind != K::FixedDurationStall),
+        "{:#?}",
+        d.findings
+    );
+    let a = find(&d, K::ApplicationLimited);
+    assert!(a.episodes >= 4, "{a:#?}");
+    assert!(
+        a.explanation
+            .contains("4 of the server's answers came after the same"),
+        "{}",
+        a.explanation
+    );
+}
+
+#[test]
+fn the_ack_clock_is_not_a_timer_stall() {
+    // Three segments each acknowledged (pure ACK) after a wait: within ACK_CLOCK_RTTS round
+    // trips (10 ms) it is the ACK clock; beyond, a stall.
+    for (rtts, want) in [(ACK_CLOCK_RTTS, false), (ACK_CLOCK_RTTS + 2, true)] {
+        let wait = 10.0 * rtts as f64;
+        let mut t = Script::new();
+        t.handshake();
+        let mut at = 20.0;
+        for _ in 0..4 {
+            t.at_ms(at).client_sends(AUTO, MSS);
+            t.after_ms(0.01).client_sends(AUTO, MSS);
+            t.after_ms(wait).server_acks(AUTO);
+            at += wait + 1.0;
+        }
+        let d = diagnose(&t);
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "{rtts} round trips: {:#?}",
+            d.findings
+        );
+    }
+}
+
+#[test]
+fn a_cluster_must_stand_out_of_the_connections_other_silences() {
+    let m = 100;
+    assert!(stands_out(m, &mut []));
+    let other = (m as f64 / STANDOUT) as i64;
+    assert!(stands_out(m, &mut [other, other, other]));
+    assert!(!stands_out(m, &mut [other + 1, other + 1, other + 1]));
+}
+
+#[test]
+fn the_clients_own_pauses_are_idle_time_not_a_timer_stall() {
+    // The client sends every 250 ms with nothing in flight in between (a poll interval).
+    let mut t = Script::new();
+    t.handshake();
+    for i in 0..4 {
+        t.at_ms(20 + i * 250).client_sends(AUTO, 200);
+        t.after_ms(10).server_acks(AUTO);
+    }
+    let d = diagnose(&t);
+    assert!(
+        !d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+        "{:#?}",
+        d.findings
+    );
+    let a = find(&d, K::ApplicationLimited);
+    assert_eq!(a.episodes, 3);
+    // Idle time is what exceeds one round trip per turn; little data moved: information.
+    assert!(
+        (a.cost.seconds - 3.0 * 0.23).abs() < 1e-6,
+        "{}",
+        a.cost.seconds
+    );
+    assert_eq!(a.severity, Severity::Info);
+}
