@@ -72,7 +72,11 @@ fn labels() -> Vec<Label> {
             assert!(KINDS.contains(&k.as_str()), "{}: unknown kind {k}", c[0]);
         }
         assert!(matches!(c[1], "tune" | "report"), "{}: half", c[0]);
-        assert!(!c[5].is_empty() && !c[6].is_empty(), "{}: evidence and reason", c[0]);
+        assert!(
+            !c[5].is_empty() && !c[6].is_empty(),
+            "{}: evidence and reason",
+            c[0]
+        );
         out.push(Label {
             id: c[0].to_string(),
             half: c[1].to_string(),
@@ -179,7 +183,11 @@ fn hand_labelled_real_captures() {
             label.id,
             label.half,
             if right { "right" } else { "wrong" },
-            if misses.is_empty() { "-".into() } else { misses.join(", ") },
+            if misses.is_empty() {
+                "-".into()
+            } else {
+                misses.join(", ")
+            },
             if false_positives.is_empty() {
                 "-".into()
             } else {
@@ -221,5 +229,8 @@ fn hand_labelled_real_captures() {
         tune.right,
         tune.captures
     );
-    assert!(tallies["report"].captures >= 10, "a report half to measure on");
+    assert!(
+        tallies["report"].captures >= 10,
+        "a report half to measure on"
+    );
 }

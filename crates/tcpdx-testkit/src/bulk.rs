@@ -21,6 +21,9 @@ pub struct BulkConfig {
     pub mss: u32,
     /// Bytes of each frame written (the rest is cut off, as a capture's snaplen does).
     pub snaplen: usize,
+    /// One segment of every `loss_every` is lost and repaired by fast retransmission (at
+    /// least 10: the repair comes four segments after the loss).
+    pub loss_every: u32,
 }
 
 impl Default for BulkConfig {
@@ -32,6 +35,7 @@ impl Default for BulkConfig {
             gap_us: 10,
             mss: 1448,
             snaplen: 96,
+            loss_every: 1000,
         }
     }
 }
@@ -153,7 +157,7 @@ fn at(isn: u32, segments: u32, mss: u32) -> u32 {
 
 /// Streams a pcap of `cfg` into `w`; nothing is kept in memory. Each
 /// connection sends `per_conn` data segments (an ACK every second segment, one loss repaired
-/// by fast retransmission every 1000 segments), closes with FINs, and a new connection on the
+/// by fast retransmission every `loss_every` segments), closes with FINs, and a new connection on the
 /// next port (wrapping to 1024 after 65535) replaces it.
 pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
     let total = cfg.packets;
@@ -161,6 +165,8 @@ pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
     let per_conn = cfg.per_conn;
     let gap_ns = cfg.gap_us * 1000;
     let mss = cfg.mss;
+    let every = cfg.loss_every.max(10);
+    let (lose, repair) = (every / 2, every / 2 + 4);
     let mut out = Out::new(w, gap_ns, cfg.snaplen)?;
     let mut next_port: u16 = 1024;
     let new_conn = |port: &mut u16| {
@@ -193,15 +199,15 @@ pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
             ))?,
             _ if c.sent < per_conn => {
                 let seq = at(si, c.sent, mss);
-                let lost = c.sent % 1000 == 500;
+                let lost = c.sent % every == lose;
                 if !lost {
                     out.frame(&spec(c, false, seq, ci.wrapping_add(1), PSH | ACK, mss))?;
                 }
                 c.sent += 1;
                 if lost {
                     // Three segments later the receiver has sent dup ACKs; retransmit.
-                } else if c.sent % 1000 == 504 {
-                    let hole = at(si, (c.sent / 1000) * 1000 + 500, mss);
+                } else if c.sent % every == repair {
+                    let hole = at(si, (c.sent / every) * every + lose, mss);
                     for _ in 0..3 {
                         out.frame(&spec(c, true, ci.wrapping_add(1), hole, ACK, 0))?;
                     }
@@ -215,7 +221,9 @@ pub fn write_bulk<W: Write>(w: W, cfg: BulkConfig) -> io::Result<()> {
                         ACK,
                         0,
                     ))?;
-                } else if c.sent.is_multiple_of(2) && (c.sent % 1000 < 500 || c.sent % 1000 > 504) {
+                } else if c.sent.is_multiple_of(2)
+                    && (c.sent % every < lose || c.sent % every > repair)
+                {
                     c.acked = c.sent;
                     out.frame(&spec(
                         c,

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
             gap_us: *args.get(3).unwrap_or(&d.gap_us),
             mss: args.get(4).map_or(d.mss, |&v| v as u32),
             snaplen: args.get(5).map_or(d.snaplen, |&v| v as usize),
+            ..d
         };
         write_bulk(io::stdout().lock(), cfg)
     };
