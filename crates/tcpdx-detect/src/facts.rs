@@ -15,9 +15,10 @@ use tcpdx_core::{AnalysisFlags as F, Dir, SegmentAnalysis, SegmentDetail};
 
 /// A copy of a frame (same IPv4 ID, sequence, length, ACK and flags) within this long of
 /// the original is the same packet seen twice, even where the round trip is shorter
-/// (tcpdx choice: a mirror port's copy comes a few ms late; a stack that varies its IDs
-/// gives a retransmission a new one, so the ID, not the delay, tells them apart).
-pub const DUP_MIN_WINDOW_NS: i64 = 50_000_000;
+/// (tcpdx choice, Linux's minimum RTO: a mirror port's copy can come tens of ms late; a
+/// stack that varies its IDs gives a retransmission a new one, so the ID, not the delay,
+/// tells them apart, and the bound only keeps a wrapped ID from matching).
+pub const DUP_MIN_WINDOW_NS: i64 = 200_000_000;
 /// Recent frames remembered per direction for finding copies (a power of two; a copy
 /// more than this many frames of its direction after the original is not recognised).
 const RECENT_SLOTS: usize = 64;
