@@ -207,6 +207,9 @@ impl Sender {
             flags,
             window: op.window,
             len,
+            ip_id: 0,
+            ttl: 64,
+            captured: 0,
             options,
         }
     }

@@ -218,6 +218,9 @@ impl Clock {
             flags: TcpFlags(if flags == 0x002 { flags } else { flags | 0x010 }),
             window: 0xffff,
             len,
+            ip_id: 0,
+            ttl: 64,
+            captured: 0,
             options,
         }
     }

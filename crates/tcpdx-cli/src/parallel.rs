@@ -1140,6 +1140,9 @@ mod tests {
             flags: TcpFlags::default(),
             window: 0,
             len: 0,
+            ip_id: 0,
+            ttl: 64,
+            captured: 0,
             options: TcpOptions::default(),
         })
     }

@@ -170,6 +170,12 @@ pub struct SegmentDetail {
     pub sack_permitted: bool,
     /// Timestamps option `(TSval, TSecr)`.
     pub timestamps: Option<(u32, u32)>,
+    /// IPv4 identification (0 for IPv6).
+    pub ip_id: u16,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub ttl: u8,
+    /// Payload bytes captured (below the row's `len` when the snap length cut the frame).
+    pub captured: u32,
 }
 
 impl SegmentDetail {

@@ -37,6 +37,13 @@ pub struct Segment {
     pub window: u16,
     /// Payload length from the IP header.
     pub len: u32,
+    /// IPv4 identification (0 for IPv6): the diagnosis tells a copy of a frame from a
+    /// retransmission by it.
+    pub ip_id: u16,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub ttl: u8,
+    /// Payload bytes captured (below `len` when the snap length cut the frame).
+    pub captured: u32,
     /// Decoded options.
     pub options: TcpOptions,
 }
@@ -59,6 +66,9 @@ impl Segment {
         flags: TcpFlags(0),
         window: 0,
         len: 0,
+        ip_id: 0,
+        ttl: 0,
+        captured: 0,
         options: TcpOptions::NONE,
     };
 
@@ -85,6 +95,9 @@ impl Segment {
             flags: tcp.flags,
             window: tcp.window,
             len: tcp.payload_len,
+            ip_id: ip.ident,
+            ttl: ip.ttl,
+            captured: tcp.payload.len() as u32,
             options: tcp.options,
         })
     }
@@ -107,6 +120,9 @@ impl Segment {
             flags: p.flags,
             window: 0,
             len: 0,
+            ip_id: p.ip.ident,
+            ttl: p.ip.ttl,
+            captured: 0,
             options: TcpOptions::default(),
         }
     }
@@ -186,6 +202,9 @@ impl FrameInput {
             s.flags = f.flags();
             s.window = f.window();
             s.len = f.payload_len();
+            s.ip_id = f.ident();
+            s.ttl = f.ttl();
+            s.captured = f.payload().len() as u32;
             f.options_into(&mut s.options);
         }
         f.payload()

@@ -31,6 +31,9 @@ fn seg(frame: u64, from_client: bool, seq: u32, ack: u32, flags: u16, len: u32) 
         flags: TcpFlags(flags),
         window: 1000,
         len,
+        ip_id: 0,
+        ttl: 64,
+        captured: 0,
         options: TcpOptions::default(),
     }
 }

@@ -13,6 +13,7 @@
 pub mod account;
 pub mod budget;
 pub mod detectors;
+pub mod facts;
 pub mod finding;
 pub mod infer;
 pub mod listing;
@@ -26,6 +27,7 @@ use serde::Serialize;
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 
 pub use budget::{ConnBudget, State, TimeBudget};
+pub use facts::CaptureFacts;
 pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
 pub use infer::{CapturePoint, ConnTracker};
 pub use listing::Listing;
@@ -81,6 +83,9 @@ pub struct Diagnosis {
     pub connections: Vec<ConnInference>,
     /// Connections beyond [`MAX_LISTED`] or [`MAX_LISTED_BYTES`], counted instead of listed.
     pub unlisted: Unlisted,
+    /// What the capture shows of itself (clock, copies, missing frames, offload, snap
+    /// length), over every connection, listed or not.
+    pub capture: CaptureFacts,
 }
 
 /// Connections listed at most, with their findings, inference and budget (tcpdx choice:
@@ -144,6 +149,7 @@ impl Diagnosis {
         tb.connections.extend(o.connections);
         self.connections.extend(other.connections);
         self.unlisted.add(&other.unlisted);
+        self.capture.add(&other.capture);
     }
 }
 
@@ -270,7 +276,7 @@ impl Diagnoser {
                 if let Some(w) = self.closed.get_mut(i) {
                     *w |= 1 << (s % 64);
                 }
-                self.listing.keep(diagnose(&mut c));
+                diagnose(&mut c, &mut self.listing);
             }
         }
     }
@@ -338,7 +344,7 @@ impl Diagnoser {
         // In no particular order: the listing's result does not depend on the order of keeps.
         self.slots.clear();
         for (_, mut c) in std::mem::take(&mut self.conns) {
-            self.listing.keep(diagnose(&mut c));
+            diagnose(&mut c, &mut self.listing);
         }
         self.listing
     }
@@ -349,9 +355,12 @@ impl Diagnoser {
     }
 }
 
-/// Runs the detectors over one connection (at its end: it is dropped after).
-fn diagnose(c: &mut ConnTracker) -> Diagnosed {
+/// Runs the detectors over one connection (at its end: it is dropped after) into `listing`.
+fn diagnose(c: &mut ConnTracker, listing: &mut Listing) {
     c.finish();
+    let unseen = c.senders.iter().map(|s| s.ack_unseen_flags).sum();
+    let oversize = c.senders.iter().map(|s| s.oversize).sum();
+    listing.capture.add(&c.facts.summary(unseen, oversize));
     c.prepare();
     let pauses = infer::TimerPauses::of(c);
     let budget = budget::connection_budget(c, &pauses);
@@ -370,7 +379,7 @@ fn diagnose(c: &mut ConnTracker) -> Diagnosed {
     for s in &mut c.senders {
         s.release();
     }
-    Diagnosed::new(c.stream, findings, inference, budget)
+    listing.keep(Diagnosed::new(c.stream, findings, inference, budget));
 }
 
 impl Default for Diagnoser {
@@ -386,6 +395,9 @@ impl EventSink for Diagnoser {
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         if !self.is_closed_stream(a.stream.0) {
             self.tracker(a.stream.0).on_segment(a, d);
+        }
+        if d.captured < a.len {
+            self.listing.capture.payload(d.captured, a.len);
         }
         self.since_sweep += 1;
         if self.since_sweep >= CLOSED_SWEEP_EVERY {
@@ -406,7 +418,7 @@ impl EventSink for Diagnoser {
     }
     fn flow_evicted(&mut self, f: &FlowSummary) {
         if let Some(mut c) = self.remove(f.stream.0) {
-            self.listing.keep(diagnose(&mut c));
+            diagnose(&mut c, &mut self.listing);
         }
     }
 }

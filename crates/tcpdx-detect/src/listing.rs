@@ -234,6 +234,8 @@ pub struct Listing {
     bytes: usize,
     /// Diagnoses kept so far (the next one's `seq`).
     kept: u64,
+    /// The facts of every connection diagnosed, listed or folded.
+    pub(crate) capture: crate::facts::CaptureFacts,
 }
 
 impl Listing {
@@ -246,6 +248,7 @@ impl Listing {
             max_bytes,
             bytes: 0,
             kept: 0,
+            capture: crate::facts::CaptureFacts::default(),
         }
     }
 
@@ -314,6 +317,7 @@ impl Listing {
         self.bytes += other.bytes;
         self.folded.merge(&other.folded);
         self.kept += other.kept;
+        self.capture.add(&other.capture);
         self.fold_if_over();
     }
 
@@ -339,6 +343,7 @@ impl Listing {
                     })
                     .collect(),
             },
+            capture: self.capture,
             ..Diagnosis::default()
         };
         out.time_budget.seconds = f.seconds.get();

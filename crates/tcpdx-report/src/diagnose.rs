@@ -26,6 +26,8 @@ struct JsonDiagnosis<'a> {
     /// Present only when connections were folded away (beyond `MAX_LISTED` or `MAX_LISTED_BYTES`).
     #[serde(skip_serializing_if = "Option::is_none")]
     unlisted: Option<&'a tcpdx_detect::Unlisted>,
+    /// The capture's facts (clock resolution, copies, missing frames, offload, snap length).
+    capture: &'a tcpdx_detect::CaptureFacts,
 }
 
 /// Writes the diagnosis as one JSON document (pretty-printed, newline-terminated).
@@ -36,6 +38,7 @@ pub fn write_diagnosis_json(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         time_budget: &d.time_budget,
         connections: &d.connections,
         unlisted: (d.unlisted.connections > 0).then_some(&d.unlisted),
+        capture: &d.capture,
     };
     serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::from)?;
     writeln!(w)

@@ -171,6 +171,8 @@ pub struct IpInfo {
     pub fragment: bool,
     /// TTL / hop limit.
     pub ttl: u8,
+    /// IPv4 identification (0 for IPv6, which has none outside fragments).
+    pub ident: u16,
     /// Offset of the IP header from the start of the frame.
     pub offset: u16,
 }

@@ -241,6 +241,9 @@ impl Connection {
             window_scale: o.window_scale,
             sack_permitted: o.sack_permitted,
             timestamps: o.timestamps,
+            ip_id: seg.ip_id,
+            ttl: seg.ttl,
+            captured: seg.captured,
             ..SegmentDetail::default()
         };
         if o.sack_count > 0 && seg.flags.ack() {

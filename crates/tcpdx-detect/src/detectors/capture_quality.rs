@@ -31,6 +31,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
             }
         }
     }
+    // The capture's own facts: info, their effect is already taken out of the inference.
+    problems.extend(c.facts.notes(&c.endpoints));
     let data: u64 = c.senders.iter().map(|s| s.data_pkts).sum();
     if data > 0 && (c.segments[0] == 0 || c.segments[1] == 0) {
         problems.push(

@@ -28,21 +28,26 @@ const TIMER_GUESSES: [(i64, &str); 3] = [
 /// Finds the stalls of the main sender.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let s = cx.sender();
-    if s.delack.is_empty() {
+    // A wait the clock cannot time, or during which the receiver's frames are missing
+    // from the capture, is not shown to be a delayed ACK.
+    let facts = &cx.conn.facts;
+    let delack: Vec<_> = (s.delack.iter())
+        .filter(|d| facts.timer_wait_credible(cx.dir.rev(), d.start, d.end, d.hold))
+        .collect();
+    if delack.is_empty() {
         return Vec::new();
     }
-    let cost_ns: i64 = s.delack.iter().map(|d| d.hold).sum();
+    let cost_ns: i64 = delack.iter().map(|d| d.hold).sum();
     let mut f = cx.finding(FindingKind::DelackSlowstartStall, cost_ns as f64 / 1e9);
-    f.episodes = s.delack.len() as u32;
-    let mut holds: Vec<i64> = s.delack.iter().map(|d| d.hold).collect();
+    f.episodes = delack.len() as u32;
+    let mut holds: Vec<i64> = delack.iter().map(|d| d.hold).collect();
     holds.sort_unstable();
     let median = holds[holds.len() / 2];
-    let fast = s
-        .delack
+    let fast = delack
         .iter()
         .filter(|d| d.fast_retx_frame.is_some())
         .count();
-    for d in &s.delack {
+    for d in &delack {
         if let Some(x) = d.third_dupack_frame {
             f.evidence(x, "third duplicate ACK");
         }

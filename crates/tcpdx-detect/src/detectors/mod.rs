@@ -81,7 +81,8 @@ impl<'a> ConnContext<'a> {
     /// Builds the context of a finished connection.
     pub fn new(conn: &'a ConnTracker, budget: &'a ConnBudget, pauses: &'a TimerPauses) -> Self {
         let dir = conn.main_dir();
-        let rtt = conn.path_rtt();
+        // A round trip shorter than the capture clock can measure is unknown.
+        let rtt = conn.facts.measurable(conn.path_rtt());
         Self {
             conn,
             budget,

@@ -13,16 +13,22 @@ use crate::finding::{Finding, FindingKind};
 /// Finds the Nagle / delayed-ACK stalls of the main sender.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let s = cx.sender();
-    if s.nagle.is_empty() {
+    // As for delack-slowstart-stall: only waits the clock times with the receiver's frames
+    // all captured.
+    let facts = &cx.conn.facts;
+    let nagle: Vec<_> = (s.nagle.iter())
+        .filter(|n| facts.timer_wait_credible(cx.dir.rev(), n.start, n.end, n.hold))
+        .collect();
+    if nagle.is_empty() {
         return Vec::new();
     }
-    let cost_ns: i64 = s.nagle.iter().map(|n| n.hold).sum();
+    let cost_ns: i64 = nagle.iter().map(|n| n.hold).sum();
     let mut f = cx.finding(FindingKind::NagleDelackStall, cost_ns as f64 / 1e9);
-    f.episodes = s.nagle.len() as u32;
-    let mut holds: Vec<i64> = s.nagle.iter().map(|n| n.hold).collect();
+    f.episodes = nagle.len() as u32;
+    let mut holds: Vec<i64> = nagle.iter().map(|n| n.hold).collect();
     holds.sort_unstable();
     let median = holds[holds.len() / 2];
-    for n in &s.nagle {
+    for n in &nagle {
         f.evidence(n.lone_frame, "segment whose ACK was delayed");
         f.evidence(n.ack_frame, "delayed ACK");
         f.evidence(n.tail_frame, "small segment held by Nagle");

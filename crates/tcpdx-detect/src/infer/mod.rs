@@ -17,7 +17,17 @@ pub use sender::{
 
 use tcpdx_core::{Dir, SegmentAnalysis, SegmentDetail};
 
+use crate::facts::{ConnFacts, Seen};
 use crate::spill::SpillList;
+
+/// `a` flagged out of order instead of retransmitted: an original that came late.
+fn out_of_order(a: &SegmentAnalysis) -> SegmentAnalysis {
+    use tcpdx_core::AnalysisFlags as F;
+    let mut b = *a;
+    b.flags.0 &= !(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
+    b.flags.set(F::OUT_OF_ORDER);
+    b
+}
 
 /// Gaps kept per connection (tcpdx choice; the count stays exact).
 pub const MAX_GAPS: usize = 10_000;
@@ -173,6 +183,9 @@ pub struct ConnTracker {
     pub capture_start: i64,
     /// Client and server as `ip:port`.
     pub endpoints: [String; 2],
+    /// What the capture shows of itself on this connection (copies, missing frames, the
+    /// clock), established before the inference sees a segment.
+    pub facts: ConnFacts,
 }
 
 impl ConnTracker {
@@ -222,7 +235,8 @@ impl ConnTracker {
         const RST: u16 = 0x04;
         const ACK: u16 = 0x10;
         let ts = a.ts.0;
-        if !self.started {
+        let first = !self.started;
+        if first {
             self.started = true;
             self.stream = a.stream.0;
             self.first_ts = ts;
@@ -233,7 +247,17 @@ impl ConnTracker {
                 Dir::ClientToServer => [src, dst],
                 Dir::ServerToClient => [dst, src],
             };
-        } else {
+        }
+        let late;
+        let a = match self.facts.observe(a, d, self.path_rtt()) {
+            Seen::New => a,
+            Seen::Copy => return,
+            Seen::LateOriginal => {
+                late = out_of_order(a);
+                &late
+            }
+        };
+        if !first {
             self.maybe_gap(a);
         }
         let dir = a.dir;

@@ -109,6 +109,12 @@ impl<'a> FastTcp<'a> {
         byte(self.h, IP + 8)
     }
 
+    /// IPv4 identification.
+    #[inline]
+    pub fn ident(&self) -> u16 {
+        self.be16(IP + 4)
+    }
+
     /// TCP source port.
     #[inline]
     pub fn src_port(&self) -> u16 {
@@ -201,6 +207,7 @@ impl<'a> FastTcp<'a> {
                 proto: 6,
                 fragment: false,
                 ttl: self.ttl(),
+                ident: self.ident(),
                 offset: IP as u16,
             }),
             tcp: Some(TcpHeader {

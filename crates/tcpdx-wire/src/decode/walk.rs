@@ -589,6 +589,7 @@ impl<'a> Walk<'a> {
             proto: ip.protocol(),
             fragment,
             ttl: ip.ttl(),
+            ident: ip.ident(),
             offset: sat16(off),
         });
         if fragment {
@@ -629,6 +630,7 @@ impl<'a> Walk<'a> {
             proto: next_header,
             fragment: false,
             ttl: ip.hop_limit(),
+            ident: 0,
             offset: sat16(off),
         });
         while ext::is_extension(next_header) {
