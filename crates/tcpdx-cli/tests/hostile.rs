@@ -10,7 +10,7 @@
 //!
 //! | test | input | cap |
 //! |------|-------|-----|
-//! | `syn_flood_*` | 1,000,000 SYNs of distinct connections | 100 MB with `--max-flows 10000`; 300 MB with the default 250,000; 400 MB for 300,000 as JSON |
+//! | `syn_flood_*` | 1,000,000 SYNs of distinct connections | 100 MB with `--max-flows 10000`; 350 MB with the default 250,000; 400 MB for 300,000 as JSON |
 //! | `syn_flood_diagnose_*` | 300,000 SYNs, `diagnose --max-flows 1000` (50,000 listed) | 150 MB |
 //! | `many_short_connections_with_findings` | 1,200,000 packets, 20,000 connections of 60, each with a finding | 170 MB |
 //! | `sequence_gap_4gb` | a transfer whose sequence numbers jump by 4 GB - 256 MB, then 2 GB + 1 | 32 MB |
@@ -304,7 +304,7 @@ fn syn_flood_a_million_connections_with_default_flags() {
     r.assert_ok("syn flood 1M, default flags");
     // 250,000 connections tracked at once (the default --max-flows), each of one SYN: no
     // data, so no data counters, and one unacknowledged segment.
-    r.assert_under("syn flood 1M, default flags", 300);
+    r.assert_under("syn flood 1M, default flags", 350);
     assert!(
         r.stderr
             .contains("warning: 750000 connections evicted: more than --max-flows 250000"),
