@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 use tcpdx_capture::CaptureReader;
 use tcpdx_core::{AnalysisFlags, Analyzer, AnalyzerConfig, EventSink, SegmentAnalysis};
+use tcpdx_testkit::encap::Fixture;
+use tcpdx_testkit::tshark_fields_with;
 use tcpdx_wire::{Layer, StopKind, decode};
 
 /// Flags where tcpdx deliberately decides differently from Wireshark (none yet).
@@ -74,8 +76,12 @@ fn parse_opt<T: std::str::FromStr>(s: &str) -> Option<T> {
 
 /// Reads tshark's reference; rows with two TCP layers (comma-separated values) are skipped.
 fn read_reference(path: &Path) -> BTreeMap<u64, RefRow> {
+    parse_reference(BufReader::new(GzDecoder::new(File::open(path).unwrap())))
+}
+
+/// [`read_reference`] of the CSV text in `r`.
+fn parse_reference(r: impl BufRead) -> BTreeMap<u64, RefRow> {
     let mut rows = BTreeMap::new();
-    let r = BufReader::new(GzDecoder::new(File::open(path).unwrap()));
     for line in r.lines().skip(1) {
         let line = line.unwrap();
         // frame,stream,time,seq,ack,len,win,flags,dup_ack_num,bytes_in_flight,ack_rtt
@@ -422,4 +428,143 @@ fn agrees_with_tshark_on_public_corpus() {
     );
     assert!(bif >= 0.99, "bytes_in_flight agreement {bif:.4} < 0.99");
     assert!(dup >= 0.99, "dup_ack_num agreement {dup:.4} < 0.99");
+}
+
+/// tshark's analysis of every TCP frame of `path`, in the corpus references' CSV format;
+/// `None` when tshark is not installed.
+fn tshark_reference(path: &Path) -> Option<String> {
+    let mut fields = vec![
+        "frame.number",
+        "tcp.stream",
+        "frame.time_relative",
+        "tcp.seq",
+        "tcp.ack",
+        "tcp.len",
+        "tcp.window_size",
+        "tcp.analysis.duplicate_ack_num",
+        "tcp.analysis.bytes_in_flight",
+        "tcp.analysis.ack_rtt",
+    ];
+    let flag_fields: Vec<String> = AnalysisFlags::NAMES
+        .iter()
+        .map(|(_, n)| format!("tcp.analysis.{n}"))
+        .collect();
+    fields.extend(flag_fields.iter().map(String::as_str));
+    let rows = tshark_fields_with(path, &fields, &["-Y", "tcp"])?;
+    let mut out = String::from(
+        "frame,stream,time,seq,ack,len,win,flags,dup_ack_num,bytes_in_flight,ack_rtt\n",
+    );
+    for r in rows {
+        let flags: Vec<&str> = AnalysisFlags::NAMES
+            .iter()
+            .zip(&r[10..])
+            .filter(|(_, v)| !v.is_empty())
+            .map(|((_, n), _)| *n)
+            .collect();
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            flags.join("|"),
+            r[7],
+            r[8],
+            r[9]
+        );
+    }
+    Some(out)
+}
+
+/// The encapsulation fixtures (`tests/data/encap/`, written by tcpdx-testkit's `encap`
+/// module: GRE with transparent Ethernet bridging, ERSPAN type I, IP over InfiniBand, 6in4)
+/// against tshark's analysis of them, frame by frame: the same frames, streams, relative
+/// seq/ack, lengths, every analysis flag, bytes in flight and duplicate-ACK numbers. The
+/// committed reference (`<name>.tcp.csv`) is what tshark 4.0 printed; with tshark installed
+/// it is checked against a fresh run. `TCPDX_WRITE_FIXTURES=1` rewrites both files.
+#[test]
+fn agrees_with_tshark_on_encapsulation_fixtures() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/encap");
+    let write = std::env::var_os("TCPDX_WRITE_FIXTURES").is_some();
+    let mut report = String::from(
+        "| fixture | tshark TCP frames | compared | flags tshark | flags tcpdx | both |\n|---|---|---|---|---|---|\n",
+    );
+    for fx in Fixture::ALL {
+        let pcap = dir.join(format!("{}.pcapng", fx.name()));
+        let csv = dir.join(format!("{}.tcp.csv", fx.name()));
+        let bytes = fx.pcapng();
+        if write {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&pcap, &bytes).unwrap();
+            let live = tshark_reference(&pcap).expect("writing fixtures needs tshark");
+            std::fs::write(&csv, live).unwrap();
+        }
+        assert!(
+            std::fs::read(&pcap).unwrap() == bytes,
+            "{}: the committed fixture differs from what the kit builds; rewrite it with \
+             TCPDX_WRITE_FIXTURES=1",
+            pcap.display()
+        );
+        let committed = std::fs::read_to_string(&csv).unwrap();
+        match tshark_reference(&pcap) {
+            Some(live) => assert_eq!(live, committed, "{}: tshark now says otherwise", fx.name()),
+            None => eprintln!(
+                "tshark not installed: {} compared with its committed reference",
+                fx.name()
+            ),
+        }
+        let want = parse_reference(committed.as_bytes());
+        let (ours, err) = analyse(&pcap);
+        assert_eq!(err, None, "{}", fx.name());
+        let r = compare(fx.name(), &want, &ours);
+        let (mut tshark_flags, mut ours_flags, mut both) = (0, 0, 0);
+        for c in r.flags.values() {
+            tshark_flags += c.tp + c.fn_;
+            ours_flags += c.tp + c.fp;
+            both += c.tp;
+        }
+        report += &format!(
+            "| {} | {} | {} | {tshark_flags} | {ours_flags} | {both} |\n",
+            fx.name(),
+            r.ref_frames,
+            r.ref_frames - r.missing
+        );
+        // The story has every kind of flag, so agreement is not agreement on nothing.
+        assert!(
+            r.ref_frames >= 40 && tshark_flags >= 15,
+            "{}: {report}",
+            fx.name()
+        );
+        assert_eq!(
+            (
+                r.missing,
+                r.extra,
+                r.stream_mismatch,
+                r.seq_mismatch,
+                r.len_mismatch
+            ),
+            (0, 0, 0, 0, 0),
+            "{}: missing, extra, stream, seq/ack, len; {:?}",
+            fx.name(),
+            r.examples
+        );
+        assert!(r.excused.is_empty(), "{}: {:?}", fx.name(), r.excused);
+        assert_eq!(
+            (tshark_flags, ours_flags),
+            (both, both),
+            "{}: flags differ; {:?}",
+            fx.name(),
+            r.examples
+        );
+        assert_eq!(
+            (r.bif_equal, r.dup_equal),
+            (r.bif_total, r.dup_total),
+            "{}: bytes in flight / dup ACK numbers",
+            fx.name()
+        );
+    }
+    println!("{report}");
 }

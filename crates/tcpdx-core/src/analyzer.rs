@@ -92,7 +92,8 @@ impl Analyzer {
         &self.stats
     }
 
-    /// Connections tracked now (evicted ones are gone), in no particular order.
+    /// Connections tracked now (evicted ones are gone, and all once [`Self::handle_end`]
+    /// ran), in no particular order.
     pub fn connections(&self) -> &[Connection] {
         &self.conns
     }
@@ -351,12 +352,20 @@ impl Analyzer {
         }
     }
 
-    /// End of input: emits every connection's summary, in stream order.
+    /// End of input: emits every connection's summary, in stream order, and frees the
+    /// connections ([`Self::connections`] is empty afterwards).
     pub fn handle_end<S: EventSink>(&mut self, sink: &mut S) {
+        // Nothing is looked up after the end, and the connections are summarised once: all
+        // is freed here, not when the analyzer is dropped (a caller holds it until every
+        // thread is done, while the summaries pile up).
+        self.table = FlowTable::new();
+        self.evicted = EvictedFlows::new(self.cfg.max_evicted_remembered);
+        self.lru = Lru::default();
+        let conns = std::mem::take(&mut self.conns);
         if !sink.needs_flows() {
             return;
         }
-        let mut order: Vec<&Connection> = self.conns.iter().collect();
+        let mut order: Vec<&Connection> = conns.iter().collect();
         order.sort_by_key(|c| c.stream);
         for c in order {
             sink.flow(&c.summary());

@@ -138,7 +138,8 @@ pub fn encode_options(o: &OptionsSpec) -> Vec<u8> {
 /// `FrameSpec { seq: 1000, flags: SYN, ..FrameSpec::TEMPL }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameSpec {
-    /// Link-layer encapsulation: ETHERNET, RAW, IPV4, IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2.
+    /// Link-layer encapsulation: ETHERNET, RAW, IPV4, IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2,
+    /// IPOIB.
     pub link: LinkType,
     /// Ethernet source MAC (also the SLL address).
     pub src_mac: [u8; 6],
@@ -357,6 +358,15 @@ impl FrameSpec {
                 f.extend_from_slice(&ethertype.to_be_bytes());
                 f.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 1, 0, 6]); // ifindex 1, ETHER, host
                 f.extend_from_slice(&self.src_mac);
+                f.extend_from_slice(&[0, 0]);
+            }
+            LinkType::IPOIB => {
+                // The pseudo header tshark reads: a zero first word (unicast, no GRH), the
+                // destination QPN and GID at 20..40; then the IPoIB type and reserved word.
+                f.extend_from_slice(&[0; 20]);
+                f.extend_from_slice(&[0, 0, 0, 0x48, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0]);
+                f.extend_from_slice(&self.dst_mac);
+                f.extend_from_slice(&ethertype.to_be_bytes());
                 f.extend_from_slice(&[0, 0]);
             }
             other => panic!(

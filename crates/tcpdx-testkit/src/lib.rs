@@ -28,6 +28,7 @@
 
 pub mod builder;
 pub mod bulk;
+pub mod encap;
 pub mod frame;
 pub mod nfs;
 pub mod pcap_writer;

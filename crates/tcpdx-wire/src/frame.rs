@@ -74,6 +74,8 @@ impl LinkType {
     pub const ARCNET_LINUX: Self = Self(129);
     /// Per-Packet Information header, then a frame of the link type it names.
     pub const PPI: Self = Self(192);
+    /// IP over InfiniBand (a pseudo header, then RFC 4391's IPoIB header).
+    pub const IPOIB: Self = Self(242);
 }
 
 /// One captured record: borrowed from the reader's buffer, valid until the next read.

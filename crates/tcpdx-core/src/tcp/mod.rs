@@ -277,42 +277,49 @@ impl Connection {
             .any(F::RETRANSMISSION | F::FAST_RETRANSMISSION | F::SPURIOUS_RETRANSMISSION);
         let s = dir.of_mut(&mut self.stats);
         s.packets += 1;
-        s.bytes += u64::from(seg.len);
         s.first_ts = Some(s.first_ts.map_or(seg.ts, |t| t.min(seg.ts)));
         s.last_ts = Some(s.last_ts.map_or(seg.ts, |t| t.max(seg.ts)));
-        if resent {
-            s.retrans_bytes += u64::from(seg.len);
-            s.retrans_packets += 1;
-        }
-        if seg.len > 0 {
-            let end = rel_seq + u64::from(seg.len);
-            match s.high_seq {
-                None => {
-                    s.unique_bytes += u64::from(seg.len);
-                    s.high_seq = Some(end);
-                }
-                Some(h) if end > h => {
-                    s.unique_bytes += (end - h).min(u64::from(seg.len));
-                    s.high_seq = Some(end);
-                }
-                Some(_) => {}
-            }
-        }
         if seg.flags.syn() {
             s.mss = seg.options.mss.or(s.mss);
             s.window_scale = seg.options.window_scale.or(s.window_scale);
             s.sack_permitted |= seg.options.sack_permitted;
         }
         s.max_window = s.max_window.max(window);
+        // The data counters are written only when something changes them, so that a side
+        // that sends no data never allocates them.
+        if seg.len > 0 || resent {
+            let d = s.data_mut();
+            d.bytes += u64::from(seg.len);
+            if resent {
+                d.retrans_bytes += u64::from(seg.len);
+                d.retrans_packets += 1;
+            }
+            if seg.len > 0 {
+                let end = rel_seq + u64::from(seg.len);
+                match d.high_seq {
+                    None => {
+                        d.unique_bytes += u64::from(seg.len);
+                        d.high_seq = Some(end);
+                    }
+                    Some(h) if end > h => {
+                        d.unique_bytes += (end - h).min(u64::from(seg.len));
+                        d.high_seq = Some(end);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
         let plain = seg.flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0;
         if v.flags.has(F::ZERO_WINDOW) {
-            s.zero_window_count += 1;
-            s.zero_window_since.get_or_insert(seg.ts);
+            let d = s.data_mut();
+            d.zero_window_count += 1;
+            d.zero_window_since.get_or_insert(seg.ts);
         } else if plain
             && seg.window != 0
-            && let Some(since) = s.zero_window_since.take()
+            && let Some(d) = s.data_if_any()
+            && let Some(since) = d.zero_window_since.take()
         {
-            s.zero_window_ns += seg.ts.since(since);
+            d.zero_window_ns += seg.ts.since(since);
         }
         // The ACK measures the RTT of the peer's data (Karn: never from a re-sent segment).
         if let (Some(rtt), Some(m)) = (ack_rtt_ns, v.acked)
@@ -321,6 +328,7 @@ impl Connection {
         {
             dir.rev()
                 .of_mut(&mut self.stats)
+                .data_mut()
                 .rtt
                 .add(rtt, cfg.rtt_reservoir);
         }
@@ -331,30 +339,23 @@ impl Connection {
         for h in &mut self.halves {
             h.unacked = unacked::UnackedList::new();
         }
-        for s in &mut self.stats {
-            s.rtt.freeze();
+        for d in self.stats.iter_mut().filter_map(DirStats::data_if_any) {
+            d.rtt.freeze();
         }
         self.expired = true;
     }
 
     /// Reduces the RTT reservoirs to their quantiles (a closed connection measures no more).
     pub fn freeze_rtt(&mut self) {
-        for s in &mut self.stats {
-            if !s.rtt.is_frozen() {
-                s.rtt.freeze();
+        for d in self.stats.iter_mut().filter_map(DirStats::data_if_any) {
+            if !d.rtt.is_frozen() {
+                d.rtt.freeze();
             }
         }
     }
 
     /// The connection's summary.
     pub fn summary(&self) -> FlowSummary {
-        let mut stats = self.stats.clone();
-        // Close an open zero-window period at the last packet.
-        for s in &mut stats {
-            if let Some(since) = s.zero_window_since.take() {
-                s.zero_window_ns += self.end_ts.since(since).max(0);
-            }
-        }
         let conn_s = self.end_ts.since(self.first_ts) as f64 / 1e9;
         let c = self.sender(Dir::ClientToServer);
         let sv = self.sender(Dir::ServerToClient);
@@ -365,8 +366,8 @@ impl Connection {
             duration_s: conn_s,
             saw_syn: self.halves[0].saw_syn,
             dirs: [
-                stats[0].summarize(c, sv, conn_s),
-                stats[1].summarize(sv, c, conn_s),
+                self.stats[0].summarize(c, sv, conn_s, self.end_ts),
+                self.stats[1].summarize(sv, c, conn_s, self.end_ts),
             ],
         }
     }

@@ -19,6 +19,15 @@ pub struct RttSamples {
 }
 
 impl RttSamples {
+    /// No sample.
+    pub const EMPTY: Self = Self {
+        samples: Vec::new(),
+        count: 0,
+        min: None,
+        max: None,
+        rng: 0,
+        frozen: None,
+    };
     /// Adds one sample (nanoseconds); keeps at most `cap` for quantiles (reservoir sampling).
     pub fn add(&mut self, ns: i64, cap: usize) {
         self.count += 1;
@@ -101,21 +110,13 @@ pub struct RttSummary {
     pub max_ns: i64,
 }
 
-/// Counters for the data one side sent.
+/// Counters for what one side sent. The counters every connection needs are inline; those
+/// only a side that sends data needs are in [`DataStats`], allocated on first use, so a
+/// connection that never carries any (a SYN of a flood) costs no more than its analysis state.
 #[derive(Clone, Debug, Default)]
 pub struct DirStats {
     /// Packets sent.
     pub packets: u64,
-    /// Payload bytes sent (including retransmissions).
-    pub bytes: u64,
-    /// Distinct payload bytes (highest sequence reached minus the first).
-    pub unique_bytes: u64,
-    /// Payload bytes in segments flagged as retransmissions (any kind).
-    pub retrans_bytes: u64,
-    /// Segments flagged as retransmissions (any kind).
-    pub retrans_packets: u64,
-    /// Highest relative sequence end seen (for unique bytes).
-    pub high_seq: Option<u64>,
     /// Earliest packet time (the first one's unless capture time went backwards).
     pub first_ts: Option<Timestamp>,
     /// Latest packet time.
@@ -128,6 +129,24 @@ pub struct DirStats {
     pub sack_permitted: bool,
     /// Largest window this side advertised, in bytes after scaling.
     pub max_window: u64,
+    /// The rest; `None` until a counter in it is first written (all zero until then).
+    data: Option<Box<DataStats>>,
+}
+
+/// The counters of a side that sent data, retransmitted, advertised a zero window or had
+/// its data's RTT measured.
+#[derive(Clone, Debug, Default)]
+pub struct DataStats {
+    /// Payload bytes sent (including retransmissions).
+    pub bytes: u64,
+    /// Distinct payload bytes (highest sequence reached minus the first).
+    pub unique_bytes: u64,
+    /// Payload bytes in segments flagged as retransmissions (any kind).
+    pub retrans_bytes: u64,
+    /// Segments flagged as retransmissions (any kind).
+    pub retrans_packets: u64,
+    /// Highest relative sequence end seen (for unique bytes).
+    pub high_seq: Option<u64>,
     /// Segments advertising a zero window.
     pub zero_window_count: u64,
     /// Total time this side's advertised window stayed at zero.
@@ -136,6 +155,39 @@ pub struct DirStats {
     pub zero_window_since: Option<Timestamp>,
     /// RTT of this side's data, measured by the peer's ACKs (Karn's rule).
     pub rtt: RttSamples,
+}
+
+/// What an absent [`DataStats`] reads as.
+static NO_DATA: DataStats = DataStats {
+    bytes: 0,
+    unique_bytes: 0,
+    retrans_bytes: 0,
+    retrans_packets: 0,
+    high_seq: None,
+    zero_window_count: 0,
+    zero_window_ns: 0,
+    zero_window_since: None,
+    rtt: RttSamples::EMPTY,
+};
+
+impl DirStats {
+    /// The data counters (all zero when none was written yet).
+    pub fn data(&self) -> &DataStats {
+        self.data.as_deref().unwrap_or(&NO_DATA)
+    }
+    /// The data counters, allocated if need be.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut DataStats {
+        self.data.get_or_insert_with(Box::default)
+    }
+    /// The data counters, if any was written.
+    pub fn data_if_any(&mut self) -> Option<&mut DataStats> {
+        self.data.as_deref_mut()
+    }
+    /// RTT samples of this side's data.
+    pub fn rtt(&self) -> &RttSamples {
+        &self.data().rtt
+    }
 }
 
 /// One row of `tcpdx flows` for one direction.
@@ -193,33 +245,45 @@ pub struct FlowSummary {
 }
 
 impl DirStats {
-    /// Summarises this direction for a connection that lasted `conn_s` seconds.
-    pub fn summarize(&self, src: Endpoint, dst: Endpoint, conn_s: f64) -> DirSummary {
+    /// Summarises this direction for a connection that lasted `conn_s` seconds and whose
+    /// latest packet is at `end_ts` (an open zero-window period is closed there).
+    pub fn summarize(
+        &self,
+        src: Endpoint,
+        dst: Endpoint,
+        conn_s: f64,
+        end_ts: Timestamp,
+    ) -> DirSummary {
         let duration_s = match (self.first_ts, self.last_ts) {
             (Some(a), Some(b)) => b.since(a) as f64 / 1e9,
             _ => 0.0,
         };
+        let d = self.data();
+        let mut zero_window_ns = d.zero_window_ns;
+        if let Some(since) = d.zero_window_since {
+            zero_window_ns += end_ts.since(since).max(0);
+        }
         DirSummary {
             src,
             dst,
             packets: self.packets,
-            bytes: self.bytes,
-            unique_bytes: self.unique_bytes,
-            retrans_bytes: self.retrans_bytes,
-            retrans_packets: self.retrans_packets,
+            bytes: d.bytes,
+            unique_bytes: d.unique_bytes,
+            retrans_bytes: d.retrans_bytes,
+            retrans_packets: d.retrans_packets,
             goodput_bps: if conn_s > 0.0 {
-                self.unique_bytes as f64 * 8.0 / conn_s
+                d.unique_bytes as f64 * 8.0 / conn_s
             } else {
                 0.0
             },
             duration_s,
-            rtt: self.rtt.summary(),
+            rtt: d.rtt.summary(),
             mss: self.mss,
             window_scale: self.window_scale,
             sack_permitted: self.sack_permitted,
             max_window: self.max_window,
-            zero_window_count: self.zero_window_count,
-            zero_window_s: self.zero_window_ns as f64 / 1e9,
+            zero_window_count: d.zero_window_count,
+            zero_window_s: zero_window_ns as f64 / 1e9,
         }
     }
 }
@@ -227,6 +291,27 @@ impl DirStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_counters_are_allocated_on_first_write() {
+        let mut s = DirStats::default();
+        assert!(s.data_if_any().is_none());
+        assert_eq!(s.data().bytes, 0);
+        assert!(s.rtt().summary().is_none());
+        s.data_mut().bytes += 10;
+        assert_eq!(s.data_if_any().map(|d| d.bytes), Some(10));
+        let ep = Endpoint {
+            addr: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            port: 1,
+        };
+        // An open zero-window period counts up to the connection's end.
+        s.data_mut().zero_window_since = Some(Timestamp(1_000_000_000));
+        let sum = s.summarize(ep, ep, 1.0, Timestamp(3_000_000_000));
+        assert_eq!((sum.bytes, sum.zero_window_s), (10, 2.0));
+        // Capture time going backwards past the period's start counts nothing.
+        let sum = s.summarize(ep, ep, 1.0, Timestamp(0));
+        assert_eq!(sum.zero_window_s, 0.0);
+    }
 
     #[test]
     fn reservoir_keeps_exact_extremes() {

@@ -69,6 +69,11 @@ impl UnackedList {
             }
         } else {
             self.in_order = true;
+            // Room for one entry first (a SYN that is never answered: a flood's connections
+            // keep it for their life), not the four a first push reserves.
+            if self.segs.capacity() == 0 {
+                self.segs.reserve_exact(1);
+            }
         }
         self.segs.push_back(u);
     }
@@ -212,6 +217,17 @@ mod tests {
         assert!(m.ambiguous);
         assert_eq!(l.len(), 1);
         assert_eq!(l.in_flight(SeqNum(99)), 100);
+    }
+
+    #[test]
+    fn a_first_entry_reserves_one_slot() {
+        let mut l = UnackedList::new();
+        l.push(seg(100, 101, 1));
+        assert_eq!(l.segs.capacity(), 1);
+        l.push(seg(101, 201, 2));
+        assert_eq!(l.len(), 2);
+        assert_eq!(l.ack(SeqNum(201)).unwrap().frame, FrameNo(2));
+        assert!(l.is_empty());
     }
 
     #[test]

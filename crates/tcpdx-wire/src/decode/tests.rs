@@ -591,6 +591,50 @@ fn wireless_and_legacy_links() {
     assert_tcp(&full(LinkType::ARCNET_LINUX, &arc), 10, 8);
 }
 
+#[test]
+fn ip_over_infiniband() {
+    let ipoib = |etype: u16, payload: &[u8]| {
+        let mut f = vec![0u8; 40];
+        f.extend_from_slice(&etype.to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.extend_from_slice(payload);
+        f
+    };
+    let v4 = ipoib(0x0800, &ip_tcp());
+    assert_tcp(&full(LinkType::IPOIB, &v4), 10, 44);
+    check_every_truncation(LinkType::IPOIB, &v4);
+    let v6 = ipoib(0x86dd, &ipv6(6, &tcp(&[], b"0123456789")));
+    assert_tcp(&full(LinkType::IPOIB, &v6), 10, 44);
+    // Wireshark's IP dissector sniffs the version: IPv6 under the IPv4 type is IPv6.
+    let sniffed = ipoib(0x0800, &ipv6(6, &tcp(&[], b"0123456789")));
+    assert_tcp(&full(LinkType::IPOIB, &sniffed), 10, 44);
+    // Under the IPv6 type, IPv4 is a wrong version; other types are not followed.
+    assert_stop(
+        &full(LinkType::IPOIB, &ipoib(0x86dd, &ip_tcp())),
+        Layer::Ip,
+        44,
+        StopKind::Malformed("IPv6 version is not 6"),
+    );
+    let vlan = ipoib(0x8100, &cat(&[&[0, 1, 0x08, 0x00], &ip_tcp()]));
+    assert_stop(
+        &full(LinkType::IPOIB, &vlan),
+        Layer::Link,
+        0,
+        StopKind::NotIp,
+    );
+    // A 4-byte header without the pseudo header is too short for what tshark reads.
+    let bare = cat(&[&[0x08, 0x00, 0, 0], &ip_tcp()[..30]]);
+    assert_stop(
+        &full(LinkType::IPOIB, &bare),
+        Layer::Link,
+        0,
+        StopKind::Truncated {
+            required: 44,
+            available: 34,
+        },
+    );
+}
+
 // ============================================================================
 // Shims: VLAN, 802.3/LLC, MPLS, PPPoE, vendor tags
 // ============================================================================
@@ -706,6 +750,29 @@ fn ip_in_ip_reports_the_innermost_header() {
     assert_tcp(&v, 10, 34);
     assert!(matches!(v.ip.unwrap().src, IpAddr::V6(_)));
     check_every_truncation(LinkType::ETHERNET, &six_in_four);
+    // 6in4 whose inner packet is not version 6: Wireshark's IPv6 dissector stops there.
+    let wrong = eth(0x0800, &ipv4(41, &inner));
+    assert_stop(
+        &full(LinkType::ETHERNET, &wrong),
+        Layer::Ip,
+        34,
+        StopKind::Malformed("IPv6 version is not 6"),
+    );
+    // Truncated inside the inner IPv6 header.
+    let v = decode(
+        LinkType::ETHERNET,
+        &six_in_four[..60],
+        six_in_four.len() as u32,
+    );
+    assert_stop(
+        &v,
+        Layer::Ip,
+        34,
+        StopKind::Truncated {
+            required: 40,
+            available: 26,
+        },
+    );
     // The outer IP length bounds the inner datagram: 5 of its 10 payload bytes remain.
     let mut cut = ipv4(4, &inner);
     cut[3] -= 5;
@@ -749,6 +816,36 @@ fn gre_variants() {
     assert_tcp(&full(LinkType::RAW, &ipv4(47, &e2)), 10, 50);
     let e1 = cat(&[&[0x00, 0x00, 0x88, 0xbe], &inner]);
     assert_tcp(&full(LinkType::RAW, &ipv4(47, &e1)), 10, 38);
+    check_every_truncation(LinkType::RAW, &ipv4(47, &e1));
+    // GRE version bits do not change how Wireshark reads a TEB or ERSPAN type I payload.
+    for ver in [1u8, 2, 7] {
+        let f = cat(&[&[0x00, ver, 0x65, 0x58], &inner]);
+        assert_tcp(&full(LinkType::RAW, &ipv4(47, &f)), 10, 38);
+        let f = cat(&[&[0x00, ver, 0x88, 0xbe], &inner]);
+        assert_tcp(&full(LinkType::RAW, &ipv4(47, &f)), 10, 38);
+    }
+    // With a sequence number, the ERSPAN version field picks the header, whichever GRE
+    // protocol announced it: version 2 under 0x88be is type III, 1 under 0x22eb type II.
+    let gre_s = |proto: [u8; 2], erspan: &[u8]| {
+        ipv4(
+            47,
+            &cat(&[&[0x10, 0x00], &proto, &[0, 0, 0, 1], erspan, &inner]),
+        )
+    };
+    let v2 = [0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+    let v1 = [0x10, 0, 0, 1, 0, 0, 0, 0];
+    assert_tcp(&full(LinkType::RAW, &gre_s([0x88, 0xbe], &v2)), 10, 54);
+    assert_tcp(&full(LinkType::RAW, &gre_s([0x22, 0xeb], &v1)), 10, 50);
+    for ver in [0x00, 0x30, 0xf0] {
+        let mut bad = v1;
+        bad[0] = ver;
+        assert_stop(
+            &full(LinkType::RAW, &gre_s([0x88, 0xbe], &bad)),
+            Layer::Tunnel,
+            28,
+            StopKind::Malformed("ERSPAN version is not 1 or 2"),
+        );
+    }
     // ERSPAN type III, with and without the platform sub-header.
     let mut hdr3 = vec![0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
     let e3 = cat(&[&[0x10, 0x00, 0x22, 0xeb, 0, 0, 0, 1], &hdr3, &inner]);

@@ -19,6 +19,7 @@ use crate::link::arcnet::{self, ArcnetSlice};
 use crate::link::ethernet::{self, EthernetSlice};
 use crate::link::ethertype;
 use crate::link::fddi::{self, FddiSlice};
+use crate::link::ipoib::{self, IpoibSlice};
 use crate::link::llc::{self, SnapSlice};
 use crate::link::nflog::{self, NflogSlice};
 use crate::link::null::{self, NullNext, NullSlice};
@@ -94,10 +95,8 @@ enum Step {
     Udp,
     /// GRE header.
     Gre,
-    /// ERSPAN type II header.
-    ErspanII,
-    /// ERSPAN type III header.
-    ErspanIII,
+    /// ERSPAN type II or III header, by its version field.
+    Erspan,
     /// VXLAN header.
     Vxlan,
     /// Geneve header.
@@ -247,6 +246,17 @@ impl<'a> Walk<'a> {
                 };
                 (step, base + h.header_len())
             }
+            LinkType::IPOIB => {
+                let h = IpoibSlice::from_slice(buf).map_err(at)?;
+                // Wireshark's IPoIB dissector hands on IPv4 (to its version-sniffing IP
+                // dissector) and IPv6 only.
+                let step = match h.ethertype() {
+                    ethertype::IPV4 => Step::Ip,
+                    ethertype::IPV6 => Step::Ipv6,
+                    _ => return Err(at(StopKind::NotIp)),
+                };
+                (step, base + ipoib::HEADER_LEN)
+            }
             LinkType::IEEE802_11 => (Step::Wlan(false), base),
             LinkType::IEEE802_11_RADIOTAP => {
                 let h = MetaHeaderSlice::radiotap(buf).map_err(at)?;
@@ -284,8 +294,7 @@ impl<'a> Walk<'a> {
             Step::Ip | Step::Ipv4 | Step::Ipv6 | Step::Ah => self.ip_step(step, off)?,
             Step::Udp => self.udp(off)?,
             Step::Gre
-            | Step::ErspanII
-            | Step::ErspanIII
+            | Step::Erspan
             | Step::Vxlan
             | Step::Geneve
             | Step::GtpU
@@ -445,22 +454,16 @@ impl<'a> Walk<'a> {
                     // Wireshark: without a GRE sequence number, 0x88be is ERSPAN type I,
                     // which has no ERSPAN header.
                     ethertype::ERSPAN_II if g.flags() & gre::FLAG_SEQUENCE == 0 => Step::Ethernet,
-                    ethertype::ERSPAN_II => Step::ErspanII,
-                    ethertype::ERSPAN_III => Step::ErspanIII,
+                    ethertype::ERSPAN_II | ethertype::ERSPAN_III => Step::Erspan,
                     gre::PROTO_PPP => Step::PppHdlc,
                     ethertype::ARUBA_WLAN => Step::Wlan(false),
                     other => Step::EtherType(other, Layer::Tunnel),
                 };
                 (step, next)
             }
-            Step::ErspanII | Step::ErspanIII => {
+            Step::Erspan => {
                 let at = |k| stop(Layer::Tunnel, off, k);
-                let e = if matches!(step, Step::ErspanII) {
-                    ErspanSlice::type_ii(buf)
-                } else {
-                    ErspanSlice::type_iii(buf)
-                }
-                .map_err(at)?;
+                let e = ErspanSlice::from_slice(buf).map_err(at)?;
                 (Step::Ethernet, off + e.header_len())
             }
             Step::Vxlan => {

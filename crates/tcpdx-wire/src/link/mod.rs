@@ -1,6 +1,6 @@
 //! Link-layer and shim headers: Ethernet, 802.1Q/QinQ and other tags, LLC/SNAP, Linux
 //! cooked (SLL, SLL2), BSD null/loopback, PPP, NFLOG, and the less common links Wireshark
-//! also follows (802.11 data frames with radiotap/PPI, FDDI, ARCNET).
+//! also follows (802.11 data frames with radiotap/PPI, FDDI, ARCNET, IP over InfiniBand).
 //!
 //! Each module is a zero-copy view over the frame bytes: `from_slice` checks the length
 //! once, then every accessor reads a named field range and cannot panic.
@@ -8,6 +8,7 @@
 pub mod arcnet;
 pub mod ethernet;
 pub mod fddi;
+pub mod ipoib;
 pub mod llc;
 pub mod nflog;
 pub mod null;

@@ -3,7 +3,9 @@
 //! followed by a mirrored Ethernet frame.
 //!
 //! Like Wireshark, a 0x88be packet whose GRE header has no sequence number is ERSPAN
-//! type I: no ERSPAN header at all, the Ethernet frame starts right after GRE.
+//! type I: no ERSPAN header at all, the Ethernet frame starts right after GRE. Otherwise
+//! Wireshark picks the header by its version field whatever the GRE protocol said (1: type
+//! II, 2: type III) and stops at any other version; [`ErspanSlice::from_slice`] does the same.
 
 use crate::bytes::{be16, byte, need, tail};
 use crate::error::StopKind;
@@ -16,6 +18,10 @@ mod field {
     pub const III_FLAGS: usize = 11;
 }
 
+/// Version field of a type II header.
+pub const VERSION_II: u16 = 1;
+/// Version field of a type III header.
+pub const VERSION_III: u16 = 2;
 /// Length of a type II header.
 pub const TYPE_II_HEADER_LEN: usize = 8;
 /// Length of a type III header without the platform sub-header.
@@ -31,6 +37,15 @@ pub struct ErspanSlice<'a> {
 }
 
 impl<'a> ErspanSlice<'a> {
+    /// The header its version field names: type II (version 1) or type III (version 2).
+    pub fn from_slice(buf: &'a [u8]) -> Result<Self, StopKind> {
+        need(buf, 2)?;
+        match be16(buf, field::VER_VLAN) >> 12 {
+            VERSION_II => Self::type_ii(buf),
+            VERSION_III => Self::type_iii(buf),
+            _ => Err(StopKind::Malformed("ERSPAN version is not 1 or 2")),
+        }
+    }
     /// Type II: 8 bytes.
     pub fn type_ii(buf: &'a [u8]) -> Result<Self, StopKind> {
         need(buf, TYPE_II_HEADER_LEN)?;
@@ -84,6 +99,41 @@ mod tests {
         for len in 0..8 {
             assert!(ErspanSlice::type_ii(&h[..len]).is_err());
         }
+    }
+
+    #[test]
+    fn version_field_picks_the_header() {
+        // Version 1: 8 bytes; version 2: 12 bytes, whichever GRE protocol announced it.
+        let mut h = [0u8; 21];
+        h[0] = 0x10;
+        assert_eq!(ErspanSlice::from_slice(&h).unwrap().header_len(), 8);
+        h[0] = 0x20;
+        assert_eq!(ErspanSlice::from_slice(&h).unwrap().header_len(), 12);
+        h[11] = 0x01;
+        assert_eq!(ErspanSlice::from_slice(&h).unwrap().header_len(), 20);
+        // Versions 0 and 3..15 are not ERSPAN headers Wireshark follows.
+        for v in [0u8, 3, 15] {
+            h[0] = v << 4;
+            assert_eq!(
+                ErspanSlice::from_slice(&h).unwrap_err(),
+                StopKind::Malformed("ERSPAN version is not 1 or 2")
+            );
+        }
+        // Truncated before the version, and inside each header.
+        assert!(matches!(
+            ErspanSlice::from_slice(&[0x10]),
+            Err(StopKind::Truncated { .. })
+        ));
+        h[0] = 0x10;
+        assert!(matches!(
+            ErspanSlice::from_slice(&h[..7]),
+            Err(StopKind::Truncated { .. })
+        ));
+        h[0] = 0x20;
+        assert!(matches!(
+            ErspanSlice::from_slice(&h[..19]),
+            Err(StopKind::Truncated { .. })
+        ));
     }
 
     #[test]
