@@ -32,6 +32,10 @@ pub const NAGLE_RELEASE_SLACK_NS: i64 = 1_000_000;
 /// and a later one may be a quarter longer).
 pub const NAGLE_RELEASE_RTT_DIVISOR: i64 = 4;
 
+/// TCP options take at most 40 bytes of a segment: a sender whose largest segment comes
+/// within that of the MSS option sends full segments of that size (tcpdx choice).
+pub const OPTIONS_MAX: u32 = 40;
+
 /// A lone segment whose ACK the receiver held (delayed ACK) during or right after recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DelackPause {
@@ -198,7 +202,7 @@ impl SenderState {
         // next to the receiver, about nothing next to the sender.
         let rtt = rtt.max(0);
         let limit = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
-        let small = self.mss > 0 && a.len < self.mss;
+        let small = a.len < self.full_segment();
         if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
             return;
         }
@@ -213,6 +217,16 @@ impl SenderState {
             },
             MAX_EPISODES,
         );
+    }
+
+    /// The size of a full segment: the largest sent when it is within the options' room of
+    /// the MSS option (timestamps make 1,448 of 1,460), else the MSS option (0 unknown).
+    pub(super) fn full_segment(&self) -> u32 {
+        if self.largest > 0 && self.largest + OPTIONS_MAX >= self.mss {
+            self.largest
+        } else {
+            self.mss
+        }
     }
 
     /// Median ACK delay of lone segments, ns.
@@ -349,6 +363,28 @@ mod tests {
         for (len, pauses) in [(MSS - 1, 1), (MSS, 0), (MSS + 1, 0)] {
             let (f, _) = nagle(25 * MS, 0, len);
             assert_eq!(f.s.nagle.len(), pauses, "tail of {len} bytes");
+        }
+    }
+
+    /// With TCP timestamps a full segment is 12 bytes short of the MSS option: the next full
+    /// segment after a late ACK is no Nagle tail; a shorter one still is, and a sender that
+    /// never came near the MSS is measured against the option.
+    #[test]
+    fn the_nagle_tail_is_shorter_than_a_full_segment_of_the_sender() {
+        let full = MSS - 12;
+        for (lone, tail, pauses) in [
+            (full, full, 0),
+            (full, full - 1, 1),
+            (MSS - OPTIONS_MAX, MSS - OPTIONS_MAX, 0),
+            (MSS - OPTIONS_MAX - 1, MSS - OPTIONS_MAX - 1, 1),
+            (100, 150, 1),
+        ] {
+            let mut f = Feed::new(10 * MS);
+            f.data(T0, 1, lone, 0);
+            let ack_ts = T0 + 10 * MS + 25 * MS;
+            f.ack(ack_ts, 1 + u64::from(lone));
+            f.data(ack_ts, 1 + u64::from(lone), tail, 0);
+            assert_eq!(f.s.nagle.len(), pauses, "lone {lone}, tail {tail}");
         }
     }
 

@@ -66,6 +66,9 @@ pub struct SenderState {
     started: bool,
     /// MSS: the SYN option, raised by any larger segment seen.
     pub mss: u32,
+    /// Largest payload sent: with TCP options on every segment a full one is shorter than
+    /// the MSS option.
+    pub largest: u32,
     segs_since_ack: u32,
     /// Highest ACK received.
     pub snd_una: u64,
@@ -240,6 +243,7 @@ impl SenderState {
         self.first_data.get_or_insert(ts);
         self.data_pkts += 1;
         self.data_bytes += len;
+        self.largest = self.largest.max(a.len);
         if self.mss > 0 && a.len > self.mss {
             self.oversize += 1;
             self.oversize_frame.get_or_insert(a.frame.0);
