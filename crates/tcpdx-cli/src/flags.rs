@@ -146,6 +146,10 @@ pub struct DiagnoseArgs {
     /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
     #[arg(long)]
     pub json: bool,
+    /// Every finding in full, after the verdict and the findings grouped by pattern (the
+    /// default for `--stream`).
+    #[arg(long)]
+    pub all: bool,
     /// Exit with code 1 if a finding is at or above this severity.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,

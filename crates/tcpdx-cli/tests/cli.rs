@@ -320,3 +320,52 @@ fn diagnose_shorthand_json_and_fail_on() {
     let any = v["findings"].as_array().is_some_and(|f| !f.is_empty());
     assert_eq!(fail.status.code(), Some(if any { 1 } else { 0 }));
 }
+
+/// Text lines the default `diagnose` output may take on any capture (issue 38: "of the
+/// order of 100 lines at most").
+const READABLE_LINES: usize = 100;
+
+#[test]
+fn diagnose_of_many_connections_starts_with_the_verdict_and_stays_short() {
+    // 150,000 packets of ~2,200 short connections, 2,000 at a time (the benchmark's
+    // `many`), each stalled 20 ms at a time by the interleaving: a finding on each.
+    let p = tmp("many.pcap");
+    let cfg = tcpdx_testkit::bulk::BulkConfig {
+        packets: 150_000,
+        concurrent: 2000,
+        per_conn: 40,
+        ..tcpdx_testkit::bulk::BulkConfig::default()
+    };
+    let f = std::fs::File::create(&p).unwrap();
+    tcpdx_testkit::bulk::write_bulk(std::io::BufWriter::new(f), cfg).unwrap();
+    let text = |args: &[&str]| {
+        let out = run(&[args, &[p.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let short = text(&["diagnose"]);
+    let lines: Vec<&str> = short.lines().collect();
+    assert_eq!(lines[0], "Verdict:", "{short}");
+    assert!(
+        lines.len() <= READABLE_LINES,
+        "{} lines:\n{short}",
+        lines.len()
+    );
+    assert!(short.contains("Findings by pattern"), "{short}");
+    // Every finding in full is what the default leaves out.
+    let all = text(&["diagnose", "--all"]);
+    assert!(all.starts_with("Verdict:"));
+    assert!(all.lines().count() > READABLE_LINES, "{all}");
+    // One connection in full, named by the default output's example.
+    let n = short
+        .split("e.g. --stream ")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .expect("an example stream");
+    let one = text(&["diagnose", "--stream", n]);
+    assert!(one.contains(&format!("stream {n}")), "{one}");
+    assert!(
+        one.contains("evidence:") || one.contains("wireshark:"),
+        "{one}"
+    );
+}

@@ -18,6 +18,7 @@ pub mod finding;
 pub mod infer;
 pub mod listing;
 pub mod spill;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
 pub use infer::{CapturePoint, ConnTracker};
 pub use listing::Listing;
 pub use spill::{ChunkStore, MemStore, Spill, SpillPolicy};
+pub use summary::{Group, GroupBy, Summary, Verdict, summarize};
 
 use detectors::{ConnContext, DETECTORS};
 use listing::Diagnosed;

@@ -5,12 +5,17 @@
 //! `severity`, `stream`, `episodes`, `cost {seconds, share, goodput_without_bps}`,
 //! `confidence`, `evidence [{frame, role}]`, `wireshark_filter`, `explanation`,
 //! `recommendations`, `episode_list [{start_s, duration_s}]` and, with several input files,
-//! `file`. Fields are only ever added.
+//! `file`; then `verdict` and `groups` (`tcpdx_detect::summary`). Fields are only ever added.
+//!
+//! Text: the verdict, the findings grouped by pattern across connections and the time
+//! budget (bounded whatever the capture's size); each finding in full with
+//! [`write_diagnosis_text_all`] (`--all`, `--stream N`).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
-use tcpdx_detect::{Diagnosis, Finding, Severity, State, TimeBudget};
+use tcpdx_detect::summary::{Group, GroupBy, Summary, describe, secs};
+use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity, State, TimeBudget, summarize};
 
 use crate::fmt::bps;
 
@@ -28,10 +33,13 @@ struct JsonDiagnosis<'a> {
     unlisted: Option<&'a tcpdx_detect::Unlisted>,
     /// The capture's facts (clock resolution, copies, missing frames, offload, snap length).
     capture: &'a tcpdx_detect::CaptureFacts,
+    verdict: &'a tcpdx_detect::Verdict,
+    groups: &'a [Group],
 }
 
 /// Writes the diagnosis as one JSON document (pretty-printed, newline-terminated).
 pub fn write_diagnosis_json(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
+    let summary = summarize(d);
     let doc = JsonDiagnosis {
         version: DIAGNOSE_JSON_VERSION,
         findings: &d.findings,
@@ -39,6 +47,8 @@ pub fn write_diagnosis_json(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         connections: &d.connections,
         unlisted: (d.unlisted.connections > 0).then_some(&d.unlisted),
         capture: &d.capture,
+        verdict: &summary.verdict,
+        groups: &summary.groups,
     };
     serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::from)?;
     writeln!(w)
@@ -49,8 +59,160 @@ const TERMINAL_EVIDENCE: usize = 8;
 /// Findings shown in full in the terminal; the rest get one line each.
 const TERMINAL_FULL: usize = 10;
 
-/// Writes the terminal summary: findings most costly first, then the time budget.
+/// Groups shown in the terminal with their worst connections; the rest are counted on one
+/// line (the JSON has them all). With the verdict and the budget, the output stays within
+/// about 90 lines whatever the capture.
+const TERMINAL_GROUPS: usize = 10;
+/// Groups shown with their recommendation (the costliest ones; one can take six lines).
+const TERMINAL_GROUP_ADVICE: usize = 3;
+/// Kinds named on the line of groups that lost no time.
+const TERMINAL_FREE_KINDS: usize = 8;
+
+/// Writes the terminal summary: the verdict, the findings grouped by pattern (most time
+/// lost first) and the time budget. Bounded in length whatever the capture.
 pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
+    let summary = summarize(d);
+    write_verdict(w, &summary)?;
+    write_groups(w, &summary)?;
+    write_unlisted(w, d)?;
+    write_budget(w, &d.time_budget, d.unlisted.connections)?;
+    if let Some(g) = summary.groups.iter().find(|g| !g.worst.is_empty()) {
+        writeln!(w)?;
+        wrap(
+            w,
+            "",
+            &format!(
+                "One connection in full: tcpdx diagnose --stream N (e.g. --stream {}); every \
+                 finding in full: --all.",
+                g.worst[0].stream
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the verdict and the groups, then every finding in full (today's listing: the
+/// first [`TERMINAL_FULL`] in full, the rest one line each) and the time budget.
+pub fn write_diagnosis_text_all(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
+    let summary = summarize(d);
+    write_verdict(w, &summary)?;
+    write_groups(w, &summary)?;
+    write_findings(w, d)
+}
+
+fn write_verdict(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
+    writeln!(w, "Verdict:")?;
+    for l in &s.verdict.lines {
+        wrap(w, "  ", l)?;
+    }
+    writeln!(w)
+}
+
+/// The groups that lost time, then one line naming the kinds that lost none.
+fn write_groups(w: &mut dyn Write, s: &Summary) -> io::Result<()> {
+    let (costly, free): (Vec<&Group>, Vec<&Group>) = s
+        .groups
+        .iter()
+        .partition(|g| g.seconds > 0.0 && g.kind != FindingKind::PathLimited);
+    if !costly.is_empty() {
+        writeln!(
+            w,
+            "Findings by pattern, most time lost first ({} pattern(s)):",
+            costly.len()
+        )?;
+    }
+    for (i, g) in costly.iter().take(TERMINAL_GROUPS).enumerate() {
+        let mut head = format!(
+            "{}, {} in all ({:.1}% of the connection-seconds)",
+            describe(g),
+            secs(g.seconds),
+            g.share * 100.0
+        );
+        if g.episodes > 0 {
+            head.push_str(&format!(", {} episode(s)", g.episodes));
+        }
+        let sev = if g.by == GroupBy::Unlisted {
+            String::new()
+        } else {
+            format!("[{}] ", g.severity.as_str().to_uppercase())
+        };
+        wrap(w, &format!("{:>3}. ", i + 1), &format!("{sev}{head}"))?;
+        if !g.worst.is_empty() {
+            let ex: Vec<String> = g
+                .worst
+                .iter()
+                .map(|e| {
+                    let file = e
+                        .file
+                        .as_ref()
+                        .map_or(String::new(), |f| format!(" in {f}"));
+                    format!(
+                        "stream {}{file} ({}, {:.0}% of its life)",
+                        e.stream,
+                        secs(e.seconds),
+                        e.share * 100.0
+                    )
+                })
+                .collect();
+            let label = if g.connections > 1 { "worst: " } else { "" };
+            wrap(w, "     ", &format!("{label}{}", ex.join(", ")))?;
+        }
+        if i < TERMINAL_GROUP_ADVICE
+            && let Some(r) = &g.recommendation
+        {
+            wrap(w, "     - ", r)?;
+        }
+    }
+    if costly.len() > TERMINAL_GROUPS {
+        let rest = &costly[TERMINAL_GROUPS..];
+        let secs_rest: f64 = rest.iter().map(|g| g.seconds).sum();
+        let conns: u64 = rest.iter().map(|g| g.connections).sum();
+        wrap(
+            w,
+            "     ",
+            &format!(
+                "and {} more pattern(s) on {conns} connection(s), {} in all (--json lists \
+                 every one)",
+                rest.len(),
+                secs(secs_rest)
+            ),
+        )?;
+    }
+    if !free.is_empty() {
+        // Per kind: connections, or capture-wide.
+        let mut kinds: Vec<(FindingKind, u64)> = Vec::new();
+        for g in &free {
+            match kinds.iter_mut().find(|k| k.0 == g.kind) {
+                Some(k) => k.1 += g.connections,
+                None => kinds.push((g.kind, g.connections)),
+            }
+        }
+        let mut names: Vec<String> = kinds
+            .iter()
+            .take(TERMINAL_FREE_KINDS)
+            .map(|(k, n)| format!("{} ({n})", k.as_str()))
+            .collect();
+        if kinds.len() > TERMINAL_FREE_KINDS {
+            names.push(format!(
+                "{} more kind(s)",
+                kinds.len() - TERMINAL_FREE_KINDS
+            ));
+        }
+        wrap(
+            w,
+            "",
+            &format!("No time lost (connections): {}.", names.join(", ")),
+        )?;
+    }
+    if !s.groups.is_empty() {
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+/// Every finding in full (the first [`TERMINAL_FULL`]; the rest one line each), the
+/// connections not listed and the time budget.
+fn write_findings(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
     let shown: Vec<&Finding> = d.findings.iter().collect();
     if shown.is_empty() {
         let n = d.connections.len() as u64 + d.unlisted.connections;
@@ -116,6 +278,12 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
         }
         writeln!(w)?;
     }
+    write_unlisted(w, d)?;
+    write_budget(w, &d.time_budget, d.unlisted.connections)
+}
+
+/// The line counting the connections folded away to bound memory, if any.
+fn write_unlisted(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
     if d.unlisted.connections > 0 {
         let kinds: Vec<String> = d
             .unlisted
@@ -136,7 +304,7 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
             kinds.join(", ")
         )?;
     }
-    write_budget(w, &d.time_budget, d.unlisted.connections)
+    Ok(())
 }
 
 fn stream(f: &Finding) -> String {
@@ -247,10 +415,146 @@ mod tests {
     fn text_lists_the_finding_and_fail_on_compares_severity() {
         let d = sample();
         let mut out = Vec::new();
-        write_diagnosis_text(&mut out, &d).unwrap();
+        write_diagnosis_text_all(&mut out, &d).unwrap();
         let s = String::from_utf8(out).unwrap();
+        assert!(s.starts_with("Verdict:\n"), "{s}");
         assert!(s.contains("rto-stall") && s.contains("#7 timeout retransmission"));
         assert!(fails(&d, Severity::Minor));
         assert!(!fails(&d, Severity::Critical));
+    }
+
+    /// `n` connections to one service, each with a costly finding, and one capture-wide
+    /// finding that cost nothing.
+    fn many(n: u32) -> Diagnosis {
+        let mut d = Diagnosis::default();
+        for i in 0..n {
+            let mut f = Finding::new(FindingKind::NetworkLoss, Some(i));
+            f.severity = Severity::Minor;
+            f.episodes = 1;
+            f.cost.seconds = 0.01 + f64::from(i % 7) * 0.001;
+            f.cost.share = 0.05;
+            f.evidence(u64::from(i) + 1, "fast retransmission");
+            f.explanation = "a segment was lost".into();
+            f.recommendations = vec!["look for the drop".into()];
+            d.findings.push(f);
+            d.connections.push(tcpdx_detect::ConnInference {
+                stream: i,
+                client: format!("10.0.{}.{}:40000", i / 200, i % 200),
+                server: "10.98.0.2:8080".into(),
+                main_direction: "server_to_client",
+                capture_point: tcpdx_detect::CapturePoint::Unknown,
+                rtt_s: None,
+                path_bps: 0.0,
+                goodput_bps: 0.0,
+                rounds: 0,
+                slow_start_rounds: 0,
+                congestion_avoidance_rounds: 0,
+                max_packets_per_round: 0,
+                loss_episodes: 0,
+                segments_per_ack: None,
+                lone_segment_ack_delay_s: None,
+            });
+            d.time_budget.seconds += 0.2;
+        }
+        d.findings
+            .push(Finding::new(FindingKind::CaptureQuality, None));
+        tcpdx_detect::sort_findings(&mut d.findings);
+        d
+    }
+
+    #[test]
+    fn default_text_is_the_verdict_and_the_groups_bounded_in_length() {
+        let d = many(3000);
+        let mut out = Vec::new();
+        write_diagnosis_text(&mut out, &d).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "Verdict:");
+        assert!(lines.len() <= 30, "{s}");
+        assert!(
+            s.contains("network-loss on 3000 connection(s) to 10.98.0.2:8080"),
+            "{s}"
+        );
+        assert!(
+            s.contains("worst: stream 6 (0.016 s, 5% of its life)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("No time lost (connections): capture-quality (1)."),
+            "{s}"
+        );
+        assert!(s.contains("--stream 6"), "{s}");
+        // No per-connection detail.
+        assert!(!s.contains("evidence:"), "{s}");
+        // --all lists the findings too.
+        let mut all = Vec::new();
+        write_diagnosis_text_all(&mut all, &d).unwrap();
+        let all = String::from_utf8(all).unwrap();
+        assert!(all.starts_with(&s[..s.find("Time budget").unwrap_or(0)]));
+        assert!(all.contains("evidence: #7 fast retransmission"), "{all}");
+        assert!(all.lines().count() > 3000);
+    }
+
+    #[test]
+    fn groups_beyond_the_shown_ones_are_counted() {
+        let mut d = many(1);
+        // Patterns on TERMINAL_GROUPS + 2 services.
+        for i in 1..(TERMINAL_GROUPS as u32 + 2) {
+            let mut m = many(1);
+            m.connections[0].stream = i;
+            m.connections[0].server = format!("10.99.0.{i}:80");
+            m.connections[0].client = format!("10.7.0.{i}:40000");
+            m.findings.retain(|f| f.stream.is_some());
+            m.findings[0].stream = Some(i);
+            d.findings.extend(m.findings);
+            d.connections.extend(m.connections);
+        }
+        let mut out = Vec::new();
+        write_diagnosis_text(&mut out, &d).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains(&format!("({} pattern(s))", TERMINAL_GROUPS + 2)),
+            "{s}"
+        );
+        assert!(s.contains(&format!("{:>3}. ", TERMINAL_GROUPS)), "{s}");
+        assert!(!s.contains(&format!("{:>3}. ", TERMINAL_GROUPS + 1)), "{s}");
+        assert!(
+            s.contains("and 2 more pattern(s) on 2 connection(s), 0.020 s in all"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn json_adds_the_verdict_and_the_groups_after_the_existing_keys() {
+        let mut out = Vec::new();
+        write_diagnosis_json(&mut out, &many(2)).unwrap();
+        // The top-level keys in this order: the new ones last.
+        let text = String::from_utf8(out.clone()).unwrap();
+        let at: Vec<usize> = [
+            "version",
+            "findings",
+            "time_budget",
+            "connections",
+            "verdict",
+            "groups",
+        ]
+        .iter()
+        .map(|k| text.find(&format!("\n  \"{k}\": ")).expect(k))
+        .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["groups"][0]["kind"], "network-loss");
+        assert_eq!(v["groups"][0]["by"], "service");
+        assert_eq!(v["groups"][0]["key"], "10.98.0.2:8080");
+        assert_eq!(v["groups"][0]["connections"], 2);
+        assert_eq!(v["groups"][0]["worst"][0]["stream"], 1);
+        assert!(v["groups"][1]["key"].is_null());
+        assert_eq!(v["verdict"]["healthy"], false);
+        assert_eq!(v["verdict"]["top_group"], 0);
+        assert!(
+            v["verdict"]["lines"]
+                .as_array()
+                .is_some_and(|l| (2..=4).contains(&l.len()))
+        );
     }
 }

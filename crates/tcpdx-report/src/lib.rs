@@ -14,7 +14,7 @@ pub mod html;
 pub mod line;
 pub mod srt;
 
-pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text};
+pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
 pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
 pub use html::{GraphRecorder, write_html_report};

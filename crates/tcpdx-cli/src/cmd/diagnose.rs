@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tcpdx_detect::{Diagnoser, Diagnosis, Listing, Severity};
-use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text};
+use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 
 use tcpdx_storage::findings::{StorageEvidence, add_findings};
 use tcpdx_storage::{Diagnosing, StorageConfig};
@@ -77,6 +77,8 @@ pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {
         out_err(write_diagnosis_json(&mut out, &all))?;
+    } else if a.all || !a.streams.is_empty() {
+        out_err(write_diagnosis_text_all(&mut out, &all))?;
     } else {
         out_err(write_diagnosis_text(&mut out, &all))?;
     }
