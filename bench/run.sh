@@ -344,7 +344,7 @@ fi
 # connection's length. Rows with 2,000-segment connections (they finish and are replaced)
 # are information: per-connection summaries may grow with the number of connections, and
 # the last column shows what each added connection costs. `diagnose` keeps a long
-# connection's rounds in a temp file (src/spill.rs in tcpdx-cli); its size is not RSS.
+# connection's rounds in a temp file (crates/tcpdx/src/spill.rs); its size is not RSS.
 small=$([ $quick = 1 ] && echo 100000 || echo 1000000)
 large=${BENCH_RSS_PACKETS:-$([ $quick = 1 ] && echo 1000000 || echo 20000000)}
 {

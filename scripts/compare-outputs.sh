@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Byte-for-byte comparison of two tcpdx binaries' outputs (stdout, stderr, exit code) for
-# `diagnose --json`, `srt --json` and `srt --transactions`, each with `--threads 1` and
-# `--threads 2`, on every TCP capture of the corpus (../shared/corpus, MANIFEST.tsv), every
+# `diagnose` (text and `--json`), `srt --json`, `srt --transactions`, `flows --json` and
+# `events --format csv`, each with `--threads 1` and `--threads 2`, on every TCP capture of the corpus (../shared/corpus, MANIFEST.tsv), every
 # capture under tests/data, and any capture given after the binaries:
 #
 #   scripts/compare-outputs.sh OLD_TCPDX NEW_TCPDX [CAPTURE...]
 #
 # COMPARE_COMMANDS replaces the commands compared (separated by ';'), e.g. for a change to
 # the per-packet path: COMPARE_COMMANDS='events --format csv;flows --json;diagnose --json'.
+#
+# COMPARE_SHARD=I/N compares only every N-th capture from the I-th (0-based), so that N
+# shards run side by side (the runs and differences of each are printed; add them up).
 #
 # A performance change must not change any output: run it with the binary before and after.
 # The old binary's outputs are cached under ${COMPARE_CACHE:-/tmp/tcpdx-compare}, keyed by
@@ -33,6 +36,14 @@ captures=()
 while IFS= read -r p; do captures+=("$corpus/$p"); done < <(awk -F'\t' 'NR > 1 && $11 > 0 { print $5 }' "$corpus/MANIFEST.tsv")
 while IFS= read -r p; do captures+=("$p"); done < <(find tests/data -type f \( -name '*.pcap' -o -name '*.pcapng' -o -name '*.pcap.gz' -o -name '*.pcapng.gz' -o -name '*.pcap.zst' \) | sort)
 captures+=("$@")
+if [ -n "${COMPARE_SHARD:-}" ]; then
+  shard=${COMPARE_SHARD%/*} shards=${COMPARE_SHARD#*/}
+  mine=()
+  for i in "${!captures[@]}"; do
+    [ $((i % shards)) = "$shard" ] && mine+=("${captures[$i]}")
+  done
+  captures=("${mine[@]}")
+fi
 
 # run BIN OUT CAPTURE ARGS...: stdout, stderr and exit code of one run, in one file.
 run() {
@@ -43,7 +54,7 @@ run() {
   rm -f "$out.stdout" "$out.stderr"
 }
 
-IFS=';' read -ra commands <<< "${COMPARE_COMMANDS:-diagnose --json;srt --json;srt --transactions}"
+IFS=';' read -ra commands <<< "${COMPARE_COMMANDS:-diagnose --json;diagnose;srt --json;srt --transactions;flows --json;events --format csv}"
 runs=0 diffs=0
 for cap in "${captures[@]}"; do
   key=$(echo "$(realpath "$cap") $(stat -c '%s %Y' "$cap")" | sha256sum | cut -c1-16)

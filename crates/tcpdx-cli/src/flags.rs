@@ -57,11 +57,9 @@ pub enum Command {
     Annotate(AnnotateArgs),
 }
 
-/// Options shared by every command.
+/// The analysis flags, the same on every command.
 #[derive(Debug, Args)]
-pub struct Common {
-    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
-    pub file: PathBuf,
+pub struct Analysis {
     /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
     /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
     /// a pipe or a file.
@@ -70,7 +68,7 @@ pub struct Common {
     /// Never show a progress bar.
     #[arg(long)]
     pub no_progress: bool,
-    /// Only this tcp.stream (repeatable).
+    /// Only this tcp.stream (repeatable; `report` graphs it besides the chosen ones).
     #[arg(long = "stream", value_name = "N")]
     pub streams: Vec<u32>,
     /// Only connections with this port at either end (repeatable).
@@ -87,14 +85,80 @@ pub struct Common {
     /// With several threads each tracks its share, so which ones are evicted depends on them.
     #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
     pub max_flows: usize,
+    /// Parse connections on this port as this protocol (nfs, smb2, iscsi); repeatable.
+    /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
+    #[arg(long = "decode-as", value_name = "PORT=PROTO")]
+    pub decode_as: Vec<tcpdx::DecodeAs>,
+}
+
+impl Analysis {
+    /// The library's options for these flags; a progress bar labelled `label`.
+    pub fn options(&self, label: &'static str) -> tcpdx::Options {
+        tcpdx::Options {
+            decode_as: self.decode_as.clone(),
+            max_flows: Some(self.max_flows),
+            threads: self.threads.map(usize::from),
+            filter: tcpdx::Filter {
+                streams: self.streams.clone(),
+                ports: self.ports.clone(),
+                flagged: false,
+            },
+            spill_dir: None,
+            progress: crate::progress::Bar::if_wanted(self.progress, self.no_progress, label),
+        }
+    }
+}
+
+/// `tcpdx diagnose` options.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Analysis flags.
+    #[command(flatten)]
+    pub analysis: Analysis,
+    /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
+    #[arg(long)]
+    pub json: bool,
+    /// Every finding in full, after the verdict and the findings grouped by pattern (the
+    /// default for `--stream`).
+    #[arg(long)]
+    pub all: bool,
+    /// Exit with code 1 if a finding is at or above this severity.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+}
+
+/// Severity threshold of `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any finding, even informational.
+    Info,
+    /// Minor and above.
+    Minor,
+    /// Major and above.
+    Major,
+    /// Critical only.
+    Critical,
+}
+
+/// The capture and the analysis flags, for the commands of one capture.
+#[derive(Debug, Args)]
+pub struct Input {
+    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
+    pub file: PathBuf,
+    /// Analysis flags.
+    #[command(flatten)]
+    pub analysis: Analysis,
 }
 
 /// `tcpdx events` options.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// Input and filters.
+    /// Input and analysis.
     #[command(flatten)]
-    pub common: Common,
+    pub input: Input,
     /// Output format.
     #[arg(long, value_enum, default_value_t = EventsFormat::Csv)]
     pub format: EventsFormat,
@@ -112,93 +176,12 @@ pub enum EventsFormat {
     Jsonl,
 }
 
-/// `tcpdx diagnose` options.
-#[derive(Debug, Args)]
-pub struct DiagnoseArgs {
-    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// Show a progress bar on stderr: bytes read of the file size, bytes/s, packets/s (default:
-    /// when stderr is a terminal and the input is a file of 64 MiB or more). Never drawn into
-    /// a pipe or a file.
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Only this tcp.stream (repeatable).
-    #[arg(long = "stream", value_name = "N")]
-    pub streams: Vec<u32>,
-    /// Only connections with this port at either end (repeatable).
-    #[arg(long = "port", value_name = "PORT")]
-    pub ports: Vec<u16>,
-    /// Analysis threads (default: the number of cores, less one for a compressed file's
-    /// decompression). Output is the same for any value. More threads pay on captures of
-    /// many concurrent connections; on a few bulk ones reading is most of the work.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub threads: Option<u16>,
-    /// Connections tracked at once; beyond it the least recently active one is evicted:
-    /// counted and summed in the output (not listed), and if it resumes it keeps its stream
-    /// number. Bounds memory on captures with huge numbers of connections (SYN floods, scans).
-    /// With several threads each tracks its share, so which ones are evicted depends on them.
-    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
-    pub max_flows: usize,
-    /// Machine-readable JSON (`{"version": 1, "findings": [...], "time_budget": {...}}`).
-    #[arg(long)]
-    pub json: bool,
-    /// Every finding in full, after the verdict and the findings grouped by pattern (the
-    /// default for `--stream`).
-    #[arg(long)]
-    pub all: bool,
-    /// Exit with code 1 if a finding is at or above this severity.
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<FailOn>,
-}
-
-impl Common {
-    /// Worker threads to use: `--threads`, else [`default_threads`] for the file.
-    pub fn worker_threads(&self) -> usize {
-        match self.threads {
-            Some(n) => usize::from(n),
-            None => default_threads(&self.file),
-        }
-    }
-}
-
-impl DiagnoseArgs {
-    /// The shared options for one of the files.
-    pub fn common(&self, file: PathBuf) -> Common {
-        Common {
-            file,
-            progress: self.progress,
-            no_progress: self.no_progress,
-            streams: self.streams.clone(),
-            ports: self.ports.clone(),
-            threads: self.threads,
-            max_flows: self.max_flows,
-        }
-    }
-}
-
-/// Severity threshold of `--fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Any finding, even informational.
-    Info,
-    /// Minor and above.
-    Minor,
-    /// Major and above.
-    Major,
-    /// Critical only.
-    Critical,
-}
-
 /// `tcpdx flows` options.
 #[derive(Debug, Args)]
 pub struct FlowsArgs {
-    /// Input and filters.
+    /// Input and analysis.
     #[command(flatten)]
-    pub common: Common,
+    pub input: Input,
     /// Machine-readable JSON (`{"version": 1, "flows": [...]}`) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -207,9 +190,9 @@ pub struct FlowsArgs {
 /// `tcpdx srt` options.
 #[derive(Debug, Args)]
 pub struct SrtArgs {
-    /// Input and filters.
+    /// Input and analysis.
     #[command(flatten)]
-    pub common: Common,
+    pub input: Input,
     /// Machine-readable JSON (`{"version": 1, "tables": [...], ...}`).
     #[arg(long)]
     pub json: bool,
@@ -223,10 +206,6 @@ pub struct SrtArgs {
     /// How many of the slowest requests to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub slowest: usize,
-    /// Parse connections on this port as this protocol (nfs, smb2, iscsi); repeatable.
-    /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
-    #[arg(long = "decode-as", value_name = "PORT=PROTO")]
-    pub decode_as: Vec<tcpdx_storage::DecodeAs>,
 }
 
 /// `tcpdx report` options.
@@ -235,6 +214,9 @@ pub struct ReportArgs {
     /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed). It is read twice
     /// (diagnosis, then the graphed connections), so standard input is not accepted.
     pub file: PathBuf,
+    /// Analysis flags.
+    #[command(flatten)]
+    pub analysis: Analysis,
     /// Where to write the HTML report.
     #[arg(short, long, value_name = "PATH", default_value = "report.html")]
     pub output: PathBuf,
@@ -242,59 +224,25 @@ pub struct ReportArgs {
     /// payload bytes).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub top: usize,
-    /// Also graph this tcp.stream (repeatable).
-    #[arg(long = "stream", value_name = "N")]
-    pub streams: Vec<u32>,
-    /// Only connections with this port at either end (repeatable).
-    #[arg(long = "port", value_name = "PORT")]
-    pub ports: Vec<u16>,
-    /// Show a progress bar on stderr (default: when stderr is a terminal and the input is a file).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Connections tracked at once (see `tcpdx diagnose --help`).
-    #[arg(long, value_name = "N", default_value_t = tcpdx_core::DEFAULT_MAX_FLOWS)]
-    pub max_flows: usize,
-}
-
-impl ReportArgs {
-    /// The shared options, keeping only `streams` (empty: all).
-    pub fn common(&self, streams: Vec<u32>) -> Common {
-        Common {
-            file: self.file.clone(),
-            progress: self.progress,
-            no_progress: self.no_progress,
-            streams,
-            ports: self.ports.clone(),
-            threads: Some(1),
-            max_flows: self.max_flows,
-        }
-    }
 }
 
 /// `tcpdx export` options.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Input and filters.
+    /// Input and analysis.
     #[command(flatten)]
-    pub common: Common,
+    pub input: Input,
     /// Directory for the tables (created if missing; existing tables are replaced).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
-    /// Parse connections on this port as this protocol (nfs, smb2, iscsi); repeatable.
-    /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
-    #[arg(long = "decode-as", value_name = "PORT=PROTO")]
-    pub decode_as: Vec<tcpdx_storage::DecodeAs>,
 }
 
 /// `tcpdx annotate` options.
 #[derive(Debug, Args)]
 pub struct AnnotateArgs {
-    /// Input and filters (the filters choose what is diagnosed, as for `diagnose`).
+    /// Input and analysis (the filters choose what is diagnosed, as for `diagnose`).
     #[command(flatten)]
-    pub common: Common,
+    pub input: Input,
     /// The annotated capture (pcapng; written to a temporary file beside it, then renamed);
     /// - writes to stdout.
     #[arg(short, long, value_name = "OUT")]
@@ -330,16 +278,6 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
     args
 }
 
-/// Analysis threads when `--threads` is not given: every core, but one for the decompressing
-/// thread when `file` is compressed. On two cores, a compressed capture analysed on two
-/// threads beside its decompression ran 5-20% slower than on one (bench/results.md).
-pub fn default_threads(file: &std::path::Path) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let compressed = tcpdx_capture::Compression::of_path(file)
-        .is_some_and(|c| c != tcpdx_capture::Compression::None);
-    cores.saturating_sub(usize::from(compressed)).max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,15 +287,61 @@ mod tests {
     }
 
     #[test]
-    fn a_compressed_file_leaves_a_core_to_its_decompression() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let dir = tempfile::tempdir().unwrap();
-        let (gz, plain) = (dir.path().join("c.pcap.gz"), dir.path().join("c.pcap"));
-        std::fs::write(&gz, [0x1f, 0x8b, 8, 0]).unwrap();
-        std::fs::write(&plain, [0xd4, 0xc3, 0xb2, 0xa1]).unwrap();
-        assert_eq!(default_threads(&gz), cores.saturating_sub(1).max(1));
-        assert_eq!(default_threads(&plain), cores);
-        assert_eq!(default_threads(std::path::Path::new("-")), cores);
+    fn every_command_takes_the_analysis_flags() {
+        let flags = [
+            "--decode-as",
+            "2050=nfs",
+            "--max-flows",
+            "7",
+            "--threads",
+            "2",
+            "--stream",
+            "3",
+            "--port",
+            "2050",
+            "--no-progress",
+        ];
+        for cmd in [
+            "diagnose", "events", "flows", "srt", "report", "export", "annotate",
+        ] {
+            let mut args = vec!["tcpdx", cmd, "x.pcap"];
+            args.extend(flags);
+            if matches!(cmd, "export" | "annotate") {
+                args.extend(["-o", "out"]);
+            }
+            let cli = Cli::try_parse_from(v(&args)).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+            let a = match &cli.command {
+                Command::Diagnose(a) => &a.analysis,
+                Command::Report(a) => &a.analysis,
+                Command::Events(EventsArgs { input, .. })
+                | Command::Flows(FlowsArgs { input, .. })
+                | Command::Srt(SrtArgs { input, .. })
+                | Command::Export(ExportArgs { input, .. })
+                | Command::Annotate(AnnotateArgs { input, .. }) => &input.analysis,
+            };
+            let o = a.options("reading");
+            assert_eq!(o.max_flows, Some(7), "{cmd}");
+            assert_eq!(o.threads, Some(2), "{cmd}");
+            assert_eq!(o.filter.streams, [3], "{cmd}");
+            assert_eq!(o.filter.ports, [2050], "{cmd}");
+            assert_eq!(o.decode_as.len(), 1, "{cmd}");
+            assert!(o.progress.is_none(), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_the_library_ones() {
+        let cli = Cli::try_parse_from(v(&["tcpdx", "flows", "x.pcap"])).unwrap();
+        let Command::Flows(a) = cli.command else {
+            panic!("flows");
+        };
+        let o = a.input.analysis.options("reading");
+        let d = tcpdx::Options::default();
+        assert_eq!(o.max_flows(), d.max_flows());
+        assert_eq!(
+            (o.threads, &o.filter, &o.decode_as),
+            (d.threads, &d.filter, &d.decode_as)
+        );
     }
 
     #[test]

@@ -1,17 +1,19 @@
 //! tcpdx: reads a packet capture and explains why a TCP transfer is slow.
 //!
-//! The binary only orchestrates: flags -> open capture -> feed the sans-IO analyzer ->
-//! renderers. Exit codes: 0 ok, 1 findings above `--fail-on`, 2 bad input or usage.
+//! The binary only parses flags, calls the `tcpdx` library and renders what it returns.
+//! Exit codes: 0 ok, 1 findings above `--fail-on`, 2 bad input or usage.
 #![forbid(unsafe_code)]
 
 mod cmd;
 mod flags;
-mod parallel;
 mod progress;
-mod run;
-mod spill;
 
 use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use tcpdx::{Capture, Warning};
+
+use crate::flags::Command;
 
 fn main() -> ExitCode {
     // A capture truncated by another program while it is read mapped: one line, exit 2.
@@ -19,7 +21,16 @@ fn main() -> ExitCode {
         "tcpdx: ",
         "; analyse a copy of it, or read it unmapped with TCPDX_NO_MMAP=1",
     );
-    match run::run(flags::parse()) {
+    let result = match flags::parse().command {
+        Command::Diagnose(a) => cmd::diagnose::run(&a),
+        Command::Events(a) => cmd::events::run(&a),
+        Command::Flows(a) => cmd::flows::run(&a),
+        Command::Srt(a) => cmd::srt::run(&a),
+        Command::Report(a) => cmd::report::run(&a),
+        Command::Export(a) => cmd::export::run(&a),
+        Command::Annotate(a) => cmd::annotate::run(&a),
+    };
+    match result {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe (`tcpdx events f | head`) is not an error (ripgrep does the same).
@@ -50,4 +61,60 @@ fn one_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// Shows on stderr what the last pass over `c` left (also after a failed one), then
+/// returns its result.
+fn warned<T>(c: &Capture, max_flows: usize, r: Result<T, tcpdx::Error>) -> Result<T> {
+    if let Some(s) = c.summary() {
+        for w in &s.capture_warnings {
+            eprintln!("tcpdx: warning: {w}");
+        }
+        warn_analysis(&s.warnings, &s.stats, max_flows);
+    }
+    Ok(r?)
+}
+
+fn warn_analysis(warnings: &[Warning], stats: &tcpdx::InputStats, max_flows: usize) {
+    if !warnings.is_empty() {
+        let mut streams: Vec<String> = warnings
+            .iter()
+            .take(10)
+            .map(|w| match w {
+                Warning::StateCapReached { stream, .. } => stream.to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        if warnings.len() > 10 {
+            let at_least = if warnings.len() >= tcpdx::MAX_WARNINGS {
+                "at least "
+            } else {
+                ""
+            };
+            streams.push(format!("... {at_least}{} streams in all", warnings.len()));
+        }
+        eprintln!(
+            "tcpdx: warning: {} segments not tracked because the per-connection unacked-segment cap was reached (streams {}); their ACK RTT and bytes in flight are not reported",
+            stats.capped_segments,
+            streams.join(",")
+        );
+    }
+    if stats.evicted_flows > 0 {
+        eprintln!(
+            "tcpdx: warning: {} connections evicted: more than --max-flows {max_flows} tracked at once; \
+             {} resumed under their stream number, {} forgotten (resumed as new streams)",
+            stats.evicted_flows, stats.resumed_flows, stats.forgotten_flows
+        );
+    }
+    if stats.fragments > 0 {
+        eprintln!(
+            "tcpdx: note: {} IP fragments were not analysed (not reassembled)",
+            stats.fragments
+        );
+    }
+}
+
+/// Adds "writing output" to an output error.
+fn out_err(r: std::io::Result<()>) -> Result<()> {
+    r.context("writing output")
 }

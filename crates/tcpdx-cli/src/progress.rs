@@ -5,6 +5,7 @@
 //! [`MIN_LEN`] (or `--progress` was given), and not with `--no-progress`.
 
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use indicatif::{HumanCount, ProgressBar, ProgressStyle};
@@ -12,8 +13,52 @@ use indicatif::{HumanCount, ProgressBar, ProgressStyle};
 /// Smaller inputs are read in a few seconds: no bar unless `--progress` (tcpdx choice).
 pub const MIN_LEN: u64 = 64 << 20;
 
-/// Frames between two updates (an update costs an atomic load and a time check).
-pub const EVERY_FRAMES: u64 = 4096;
+/// The library's progress callback: a bar per pass over the input.
+pub struct Bar {
+    /// `--progress`: also for small inputs.
+    forced: bool,
+    label: &'static str,
+    shown: Mutex<Option<Progress>>,
+}
+
+impl Bar {
+    /// A bar if one may be shown: `progress`/`no_progress` are the flags, `label` what the
+    /// run does ("reading", "writing").
+    pub fn if_wanted(
+        progress: bool,
+        no_progress: bool,
+        label: &'static str,
+    ) -> Option<Arc<dyn tcpdx::Progress>> {
+        let want = !no_progress && (progress || std::io::stderr().is_terminal());
+        want.then(|| {
+            Arc::new(Bar {
+                forced: progress,
+                label,
+                shown: Mutex::new(None),
+            }) as Arc<dyn tcpdx::Progress>
+        })
+    }
+
+    fn shown(&self) -> std::sync::MutexGuard<'_, Option<Progress>> {
+        self.shown.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl tcpdx::Progress for Bar {
+    fn start(&self, len: Option<u64>) {
+        *self.shown() = Progress::new(self.forced, len, self.label);
+    }
+    fn update(&self, bytes: u64, frames: u64) {
+        if let Some(p) = &*self.shown() {
+            p.update(bytes, frames);
+        }
+    }
+    fn finish(&self) {
+        if let Some(p) = self.shown().take() {
+            p.finish();
+        }
+    }
+}
 
 /// A progress bar over the bytes of the input.
 pub struct Progress {
@@ -22,12 +67,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar if one should be shown: `progress`/`no_progress` are the flags, `len` the input
-    /// file's size (None for stdin), `label` what the run does ("reading", "writing").
-    pub fn new(progress: bool, no_progress: bool, len: Option<u64>, label: &str) -> Option<Self> {
-        let want = !no_progress && (progress || std::io::stderr().is_terminal());
+    /// A bar for an input of `len` bytes (None for stdin: no bar), if it is long enough or
+    /// `forced`; `label` says what the run does.
+    pub fn new(forced: bool, len: Option<u64>, label: &str) -> Option<Self> {
         let len = len?;
-        if !want || len < MIN_LEN && !progress {
+        if len < MIN_LEN && !forced {
             return None;
         }
         let bar = ProgressBar::new(len);

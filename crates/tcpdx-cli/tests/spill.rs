@@ -1,4 +1,4 @@
-//! The diagnosers' spill files (src/spill.rs) change nothing but memory: `diagnose --json`
+//! The diagnosers' spill files (crates/tcpdx/src/spill.rs) change nothing but memory: `diagnose --json`
 //! is byte-for-byte the same with the spill forced on every round and every list record
 //! (`TCPDX_SPILL_TINY`: every round, loss episode, timeout, pause, recent retransmission...
 //! written to the temp file at once and read back on each walk or lookup of the

@@ -1,5 +1,5 @@
 //! Output is byte-for-byte the same whatever `--threads` is: the parallel pipeline
-//! (src/parallel.rs) must renumber streams, order rows, sweep expired state and merge flow
+//! (crates/tcpdx/src/parallel) must renumber streams, order rows, sweep expired state and merge flow
 //! summaries exactly as one analyzer does, and `diagnose` / `srt` must merge their workers'
 //! diagnoses and storage events into the single-thread result. Checked on the repository's
 //! fixtures (golden and lab captures, storage ones among them), on generated captures long

@@ -1,9 +1,9 @@
 //! [`Exporter`]: one pass over the capture feeding every table.
 //!
-//! It is the [`EventSink`] the analyzer pushes into, and fans each event out the way
-//! `tcpdx events`, `flows`, `srt --transactions` and `diagnose` consume them: segment rows
-//! are written as they come (a row group at a time), flow rows at each flow's end, storage
-//! transactions at their reply, and the findings and time budget once, at [`Exporter::finish`].
+//! It is the [`EventSink`] the analyzer pushes into and the [`StorageSink`] a storage
+//! tracker pushes into: segment rows are written as they come (a row group at a time), flow
+//! rows at each flow's end, storage transactions at their reply, and the findings and time
+//! budget of the diagnosis it is given once, at [`Exporter::finish`].
 //! Tables are written to `NAME.parquet.partial` and renamed when complete, so a failed
 //! export leaves no file that looks whole.
 
@@ -12,11 +12,10 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail, StreamId, Warning};
-use tcpdx_detect::Diagnoser;
-use tcpdx_storage::findings::{StorageEvidence, add_findings};
-use tcpdx_storage::{Notice, Request, StorageConfig, StorageSink, TcpLog, Tracker, Transaction};
-use tcpdx_wire::{FrameNo, Timestamp};
+use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
+use tcpdx_detect::Diagnosis;
+use tcpdx_storage::{StorageSink, Transaction};
+use tcpdx_wire::Timestamp;
 
 use crate::rows::{SegmentRows, budget_rows, finding_rows, flow_rows, transaction_row};
 use crate::schema::{
@@ -84,39 +83,11 @@ fn open_table(
         .map_err(|e| err(ExportErrorKind::Table(e)))
 }
 
-/// The storage transactions fed both to the diagnosis evidence and to the table.
-struct StorageFan {
-    evidence: StorageEvidence,
+/// The storage transactions table.
+struct Transactions {
     table: TableWriter<Out>,
     origin_ns: i64,
     error: Option<TableError>,
-}
-
-impl StorageSink for StorageFan {
-    fn transaction(&mut self, t: &Transaction) {
-        self.evidence.transaction(t);
-        if self.error.is_none()
-            && let Err(e) = transaction_row(&mut self.table, t, self.origin_ns)
-        {
-            self.error = Some(e);
-        }
-    }
-    fn notice(&mut self, n: &Notice) {
-        self.evidence.notice(n);
-    }
-    fn request(&mut self, r: &Request) {
-        self.evidence.request(r);
-    }
-    fn start(&mut self, ts: Timestamp) {
-        self.origin_ns = ts.0;
-        self.evidence.start(ts);
-    }
-    fn tcp_log(&mut self, stream: StreamId, log: TcpLog) {
-        self.evidence.tcp_log(stream, log);
-    }
-    fn tcp_last(&mut self, frame: FrameNo, ts: Timestamp) {
-        self.evidence.tcp_last(frame, ts);
-    }
 }
 
 /// Rows written per table, in [`crate::schema::TABLES`] order.
@@ -127,9 +98,8 @@ pub struct Exporter {
     dir: PathBuf,
     segments: SegmentRows<Out>,
     flows: TableWriter<Out>,
+    transactions: Transactions,
     findings: [TableWriter<Out>; 4],
-    diag: Diagnoser,
-    storage: Tracker<StorageFan>,
     origin_ns: Option<i64>,
     /// First failure (table and cause); later events are dropped.
     error: Option<(&'static TableDef, TableError)>,
@@ -138,11 +108,7 @@ pub struct Exporter {
 impl Exporter {
     /// Creates the seven table files in `dir` (which must exist). `meta` goes into every
     /// file's key-value metadata (e.g. the capture's name).
-    pub fn create(
-        dir: &Path,
-        storage: StorageConfig,
-        meta: &[(&str, &str)],
-    ) -> Result<Self, ExportError> {
+    pub fn create(dir: &Path, meta: &[(&str, &str)]) -> Result<Self, ExportError> {
         let segments = SegmentRows::new(open_table(dir, &SEGMENTS, meta)?);
         let flows = open_table(dir, &FLOWS, meta)?;
         let transactions = open_table(dir, &TRANSACTIONS, meta)?;
@@ -152,19 +118,16 @@ impl Exporter {
             open_table(dir, &EPISODES, meta)?,
             open_table(dir, &TIME_BUDGET, meta)?,
         ];
-        let fan = StorageFan {
-            evidence: StorageEvidence::new(),
-            table: transactions,
-            origin_ns: 0,
-            error: None,
-        };
         Ok(Self {
             dir: dir.to_path_buf(),
             segments,
             flows,
+            transactions: Transactions {
+                table: transactions,
+                origin_ns: 0,
+                error: None,
+            },
             findings,
-            diag: Diagnoser::new(),
-            storage: Tracker::new(storage, fan),
             origin_ns: None,
             error: None,
         })
@@ -172,7 +135,7 @@ impl Exporter {
 
     /// True once writing failed: the caller may stop feeding early.
     pub fn failed(&self) -> bool {
-        self.error.is_some() || self.storage.sink().error.is_some()
+        self.error.is_some() || self.transactions.error.is_some()
     }
 
     fn fail(&mut self, def: &'static TableDef, r: Result<(), TableError>) {
@@ -190,10 +153,9 @@ impl Exporter {
         }
     }
 
-    /// End of input: runs the diagnosis, writes the remaining tables, closes every file
-    /// and gives it its final name. Returns the rows written per table.
-    pub fn finish(mut self) -> Result<RowCounts, ExportError> {
-        self.storage.finish();
+    /// End of input: writes the findings and time budget of `d`, closes every file and
+    /// gives it its final name. Returns the rows written per table.
+    pub fn finish(mut self, d: &Diagnosis) -> Result<RowCounts, ExportError> {
         if let Some((def, e)) = self.error.take() {
             let err = self.table_error(def, e);
             self.abort();
@@ -204,15 +166,11 @@ impl Exporter {
             segments,
             flows,
             findings,
-            diag,
-            storage,
+            mut transactions,
             ..
         } = self;
-        let mut fan = storage.into_sink();
-        let mut d = diag.finish();
-        add_findings(&fan.evidence, &mut d);
         let [mut f, mut ev, mut ep, mut tb] = findings;
-        let mut r = fan.error.take().map_or(Ok(()), Err);
+        let mut r = transactions.error.take().map_or(Ok(()), Err);
         let mut failed = &TRANSACTIONS;
         for (id, finding) in d.findings.iter().enumerate() {
             if r.is_err() {
@@ -228,7 +186,7 @@ impl Exporter {
         let tables = [
             (&SEGMENTS, segments.table),
             (&FLOWS, flows),
-            (&TRANSACTIONS, fan.table),
+            (&TRANSACTIONS, transactions.table),
             (&FINDINGS, f),
             (&EVIDENCE, ev),
             (&EPISODES, ep),
@@ -291,13 +249,6 @@ impl EventSink for Exporter {
         self.origin_ns.get_or_insert(a.ts.0 - a.rel_time_ns);
         let r = self.segments.row(a, d);
         self.fail(&SEGMENTS, r);
-        self.diag.segment_detail(a, d);
-        self.storage.segment_detail(a, d);
-    }
-    fn payload(&mut self, a: &SegmentAnalysis, p: &[u8]) {
-        if self.error.is_none() {
-            self.storage.payload(a, p);
-        }
     }
     fn flow(&mut self, f: &FlowSummary) {
         if self.error.is_some() {
@@ -306,15 +257,20 @@ impl EventSink for Exporter {
         let origin = self.origin_ns.unwrap_or(f.first_ts.0);
         let r = flow_rows(&mut self.flows, f, origin);
         self.fail(&FLOWS, r);
-        self.diag.flow(f);
     }
-    fn flow_evicted(&mut self, f: &FlowSummary) {
-        // The diagnoser finalises the connection and frees its state (bounded memory).
-        self.diag.flow_evicted(f);
-        self.storage.flow_evicted(f);
+}
+
+impl StorageSink for Exporter {
+    fn transaction(&mut self, t: &Transaction) {
+        let x = &mut self.transactions;
+        if x.error.is_none()
+            && let Err(e) = transaction_row(&mut x.table, t, x.origin_ns)
+        {
+            x.error = Some(e);
+        }
     }
-    fn warning(&mut self, w: &Warning) {
-        self.diag.warning(w);
+    fn start(&mut self, ts: Timestamp) {
+        self.transactions.origin_ns = ts.0;
     }
 }
 
@@ -325,6 +281,7 @@ mod tests {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
     use tcpdx_core::{Analyzer, AnalyzerConfig};
+    use tcpdx_detect::Diagnoser;
     use tcpdx_testkit::{AUTO, C2S_DATA, Script, SegSpec};
 
     fn scratch(name: &str) -> PathBuf {
@@ -350,16 +307,31 @@ mod tests {
         t
     }
 
+    /// The exporter beside a TCP diagnoser (whose findings it writes at the end).
+    struct WithDiagnoser(Exporter, Diagnoser);
+
+    impl EventSink for WithDiagnoser {
+        fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+            self.0.segment_detail(a, d);
+            self.1.segment_detail(a, d);
+        }
+        fn flow(&mut self, f: &FlowSummary) {
+            self.0.flow(f);
+            self.1.flow(f);
+        }
+    }
+
     fn export(dir: &Path, t: &Script) -> RowCounts {
-        let mut x =
-            Exporter::create(dir, StorageConfig::default(), &[("tcpdx.source", "t")]).unwrap();
+        let x = Exporter::create(dir, &[("tcpdx.source", "t")]).unwrap();
+        let mut both = WithDiagnoser(x, Diagnoser::new());
         let mut a = Analyzer::new(AnalyzerConfig::default());
         for f in t.frames() {
-            a.handle_frame(&f.as_frame(), &mut x);
+            a.handle_frame(&f.as_frame(), &mut both);
         }
-        a.handle_end(&mut x);
-        assert!(!x.failed());
-        x.finish().unwrap()
+        a.handle_end(&mut both);
+        assert!(!both.0.failed());
+        let d = both.1.finish();
+        both.0.finish(&d).unwrap()
     }
 
     #[test]
@@ -408,7 +380,7 @@ mod tests {
     #[test]
     fn a_missing_directory_is_an_error_naming_the_file() {
         let base = scratch("missing");
-        let e = Exporter::create(&base.join("nope"), StorageConfig::default(), &[])
+        let e = Exporter::create(&base.join("nope"), &[])
             .err()
             .unwrap()
             .to_string();
@@ -419,7 +391,7 @@ mod tests {
     #[test]
     fn abort_leaves_no_file() {
         let dir = scratch("abort");
-        let x = Exporter::create(&dir, StorageConfig::default(), &[]).unwrap();
+        let x = Exporter::create(&dir, &[]).unwrap();
         x.abort();
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir_all(&dir).unwrap();

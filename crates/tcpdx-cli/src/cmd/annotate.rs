@@ -13,19 +13,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use tcpdx::{Diagnosis, Finding, PROGRESS_EVERY_FRAMES};
 use tcpdx_capture::{PcapNgWriter, RawItem, RawReader};
-use tcpdx_detect::{Diagnosis, Evidence, Finding};
+use tcpdx_detect::Evidence;
 
 use crate::cmd::diagnose::diagnose_file;
 use crate::flags::AnnotateArgs;
-use crate::progress::{self, Progress};
+use crate::progress::Bar;
 
 /// Written as the section's `shb_userappl` of a pcap input's pcapng output.
 const USERAPPL: &str = concat!("tcpdx ", env!("CARGO_PKG_VERSION"), " annotate");
 
 /// Runs `tcpdx annotate`.
 pub fn run(a: &AnnotateArgs) -> Result<ExitCode> {
-    let input = &a.common.file;
+    let input = &a.input.file;
     if input.as_os_str() == "-" {
         bail!(
             "annotate reads the capture twice (diagnose, then rewrite), so it cannot read \
@@ -34,7 +35,7 @@ pub fn run(a: &AnnotateArgs) -> Result<ExitCode> {
     }
     // Before the analysis: an output that cannot be written fails at once.
     let mut out = Output::create(&a.output, input)?;
-    let diagnosis = diagnose_file(&a.common)?;
+    let diagnosis = diagnose_file(input, &a.input.analysis)?;
     let comments = comments(&diagnosis);
     let done = rewrite(a, &comments, out.writer())?;
     out.commit()?;
@@ -113,13 +114,12 @@ fn rewrite(
     out: &mut dyn Write,
 ) -> Result<Done> {
     let written = |r: io::Result<()>| r.with_context(|| format!("writing {}", a.output.display()));
-    let mut reader = RawReader::open(&a.common.file)?;
-    let progress = Progress::new(
-        a.common.progress,
-        a.common.no_progress,
-        reader.input_len(),
-        "writing",
-    );
+    let mut reader = RawReader::open(&a.input.file)?;
+    let an = &a.input.analysis;
+    let progress = Bar::if_wanted(an.progress, an.no_progress, "writing");
+    if let Some(p) = &progress {
+        p.start(reader.input_len());
+    }
     let mut w = PcapNgWriter::new(out);
     let pcap = reader.pcap_header();
     if let Some(h) = &pcap {
@@ -144,7 +144,7 @@ fn rewrite(
             RawItem::Block(b) => w.copy_block(&b, c),
         })?;
         let n = reader.frames();
-        if n - last_update >= progress::EVERY_FRAMES {
+        if n - last_update >= PROGRESS_EVERY_FRAMES {
             last_update = n;
             if let Some(p) = &progress {
                 p.update(reader.input_bytes_read(), n);
@@ -232,7 +232,7 @@ impl Drop for Output {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tcpdx_detect::{FindingKind, Severity};
+    use tcpdx::{FindingKind, Severity};
 
     #[test]
     fn comments_name_kind_episode_role_and_stream() {

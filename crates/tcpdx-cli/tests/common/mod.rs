@@ -1,4 +1,6 @@
-//! Shared by the fixture tests: run the diagnoser over a capture, read truth.json.
+//! Shared by the fixture tests: run the TCP diagnoser alone over a capture (to read its
+//! per-connection trackers; the whole diagnosis is `tcpdx::Capture::diagnose`), read
+//! truth.json.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
 //! The diagnosers' spill files: a [`ChunkStore`] in an unnamed temp file, so that what a
 //! long connection accumulates (its encoded rounds) costs disk, not memory.
 //!
-//! One file per diagnoser (each worker of `--threads N` has its own), created in the temp
-//! directory (`$TMPDIR`, else `/tmp`) at the first write only (small captures never touch
+//! One file per diagnoser (each worker of `--threads N` has its own), created in
+//! [`Options::spill_dir`](crate::Options::spill_dir) (default: the temp directory, `$TMPDIR`
+//! else `/tmp`) at the first write only (small captures never touch
 //! the disk) and unlinked at once by the OS layer (`tempfile::tempfile`), so nothing is
 //! left behind even on a crash. Freed blobs' space is reused (first fit), so the file
 //! follows the rounds of the connections alive, not the capture's length.
@@ -12,15 +13,19 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
 use tcpdx_detect::spill::BlobRef;
 use tcpdx_detect::{ChunkStore, Spill, SpillPolicy};
 
+use crate::Error;
+
 /// A [`ChunkStore`] in an unnamed temp file.
 #[derive(Debug, Default)]
-pub struct FileStore {
+pub(crate) struct FileStore {
+    /// The directory of the file (`None`: the temp directory).
+    dir: Option<PathBuf>,
     /// Created at the first write.
     file: Option<File>,
     /// End of the used part of the file.
@@ -63,7 +68,10 @@ impl FileStore {
 impl ChunkStore for FileStore {
     fn put(&mut self, bytes: &[u8]) -> io::Result<BlobRef> {
         if self.file.is_none() {
-            self.file = Some(tempfile::tempfile()?);
+            self.file = Some(match &self.dir {
+                Some(d) => tempfile::tempfile_in(d)?,
+                None => tempfile::tempfile()?,
+            });
         }
         let len = bytes.len() as u64;
         let offset = self.allocate(len);
@@ -121,30 +129,38 @@ impl ChunkStore for FileStore {
     }
 }
 
-/// Where the spill files go (for the error message).
-fn temp_dir() -> String {
-    std::env::temp_dir().display().to_string()
+/// Where the spill files go.
+fn spill_dir(dir: Option<&PathBuf>) -> PathBuf {
+    dir.cloned().unwrap_or_else(std::env::temp_dir)
 }
 
-/// A spill for one diagnoser: a temp file, created at its first write.
-pub fn new_spill() -> Arc<Spill> {
+/// A spill for one diagnoser: a temp file in `dir` (`None`: the temp directory), created
+/// at its first write.
+pub(crate) fn new_spill(dir: Option<&PathBuf>) -> Arc<Spill> {
     let policy = if std::env::var_os("TCPDX_SPILL_TINY").is_some() {
         SpillPolicy::tiny()
     } else {
         SpillPolicy::default()
     };
-    Arc::new(Spill::new(Box::<FileStore>::default(), policy))
+    let store = FileStore {
+        dir: dir.cloned(),
+        ..FileStore::default()
+    };
+    Arc::new(Spill::new(Box::new(store), policy))
 }
 
 /// The spills' first error as the run's (a diagnosis made after one is incomplete).
-pub fn check<'a>(spills: impl IntoIterator<Item = &'a Arc<Spill>>) -> Result<()> {
+pub(crate) fn check<'a>(
+    spills: impl IntoIterator<Item = &'a Arc<Spill>>,
+    dir: Option<&PathBuf>,
+) -> Result<(), Error> {
     let (mut written, mut records) = (0, 0);
     for s in spills {
-        if let Some(e) = s.take_error() {
-            return Err(anyhow!(
-                "spill file in {} (set TMPDIR to another directory): {e}",
-                temp_dir()
-            ));
+        if let Some(error) = s.take_error() {
+            return Err(Error::Spill {
+                dir: spill_dir(dir),
+                error,
+            });
         }
         written += s.bytes_written();
         records += s.records_written();
@@ -196,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_spill_through_a_file_reads_back_what_it_wrote() {
-        let sp = new_spill();
+        let sp = new_spill(None);
         let blobs: Vec<(BlobRef, Vec<u8>)> = (0..50u8)
             .map(|i| {
                 let v = vec![i; 1000 + usize::from(i)];
@@ -210,6 +226,6 @@ mod tests {
             sp.free(*r);
         }
         assert_eq!(sp.live_blobs(), 0);
-        assert!(check([&sp]).is_ok());
+        assert!(check([&sp], None).is_ok());
     }
 }

@@ -1,0 +1,75 @@
+//! [`Error`]: why a run failed.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use tcpdx_capture::CaptureError;
+use tcpdx_export::ExportError;
+
+/// Why a run failed. Only the input can be bad: the analysis never refuses a packet.
+#[derive(Debug)]
+pub enum Error {
+    /// The capture could not be opened or read (the byte where it went wrong is named).
+    Capture(CaptureError),
+    /// A spill file could not be written or read back (the diagnosis would be incomplete).
+    Spill {
+        /// The directory of the spill files.
+        dir: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The directory of the Parquet tables could not be created.
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// Writing the Parquet tables failed.
+    Export(ExportError),
+    /// A second pass over a capture read from a stream ([`Capture::from_reader`](crate::Capture::from_reader)).
+    ReadTwice,
+    /// An analysis thread could not be started or stopped unexpectedly.
+    Thread(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Capture(e) => e.fmt(f),
+            Error::Spill { dir, error } => write!(
+                f,
+                "spill file in {} (set TMPDIR to another directory): {error}",
+                dir.display()
+            ),
+            Error::CreateDir { dir, .. } => write!(f, "{}: cannot create", dir.display()),
+            Error::Export(e) => e.fmt(f),
+            Error::ReadTwice => f.write_str("a capture read from a stream cannot be read twice"),
+            Error::Thread(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Transparent: the wrapped error's own causes follow its message.
+        match self {
+            Error::Capture(e) => e.source(),
+            Error::Export(e) => e.source(),
+            Error::CreateDir { error, .. } => Some(error),
+            Error::Spill { .. } | Error::ReadTwice | Error::Thread(_) => None,
+        }
+    }
+}
+
+impl From<CaptureError> for Error {
+    fn from(e: CaptureError) -> Self {
+        Error::Capture(e)
+    }
+}
+
+impl From<ExportError> for Error {
+    fn from(e: ExportError) -> Self {
+        Error::Export(e)
+    }
+}

@@ -1,0 +1,240 @@
+//! Multi-core analysis.
+//!
+//! A reader thread reads and decodes frames ([`route`]) and routes each to one of N worker
+//! analyzers by a hash of its connection's endpoints, in batches ([`batch`]). Each worker
+//! ([`worker`]) runs its analyzer and the output's [`Part`] over its connections. The
+//! caller's thread merges the workers' output back into capture order, by frame number
+//! ([`merge`]; each worker lists only the frames that brought output, so the merge of an
+//! output with little per-packet output walks little). Workers number streams locally; the
+//! merge renumbers them in order of first appearance, which is how a single analyzer
+//! numbers them, and the reader broadcasts the single analyzer's expiry sweeps to every
+//! worker at the same frames, so every output is identical whatever the thread count
+//! (crates/tcpdx-cli/tests/threads.rs checks it).
+//!
+//! `diagnose` and `srt` ([`part::Diagnose`], [`part::Storage`]) run the per-connection
+//! work in the workers too: each has its own TCP diagnoser and storage tracker beside its
+//! analyzer. The reader passes them the payloads the storage parsers may read: short ones
+//! copied into the batch, long ones (full frames) where they lie in its read buffer (or in
+//! the mapped file), which it shares with the batch instead of copying
+//! ([`CaptureReader::share_buffer`]). The trackers' events are recorded and replayed on the
+//! merging thread in capture order, and the diagnosers' listings are renumbered and merged
+//! at the end ([`tcpdx_detect::Listing`]); their looks for closed connections are broadcast
+//! at the segments where a single diagnoser would look, so the result is the single-thread
+//! one.
+
+mod batch;
+mod merge;
+pub(crate) mod part;
+mod route;
+mod worker;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::sync_channel;
+use std::thread;
+
+use tcpdx_capture::CaptureReader;
+use tcpdx_core::{AnalyzerConfig, EventSink, InputStats};
+use tcpdx_detect::{Listing, Spill};
+use tcpdx_storage::{Recorded, StorageConfig, StorageSink, TcpLogs};
+use tcpdx_wire::{FrameNo, Timestamp};
+
+use batch::{Batch, BatchOut, DEPTH};
+pub(crate) use part::Part;
+use part::Tail;
+pub(crate) use route::ReaderEnd;
+use route::{Routing, read_and_route};
+use worker::{Channels, FlowNeeds, WorkerMsg, work};
+
+use crate::{Error, Filter, Progress};
+
+/// The result of a parallel run.
+pub(crate) struct Parallel {
+    /// The reader's end state.
+    pub(crate) reader: ReaderEnd,
+    /// Input counters over every analyzer.
+    pub(crate) stats: InputStats,
+    /// What the parts leave, merged.
+    pub(crate) parts: Parts,
+}
+
+/// The merged ends of the workers' parts, in global stream numbers.
+#[derive(Default)]
+pub(crate) struct Parts {
+    /// [`part::Diagnose`]: the TCP diagnosis of every connection.
+    pub(crate) listing: Option<Listing>,
+    /// [`part::Diagnose`]: the storage connections' TCP logs (for the storage evidence).
+    pub(crate) tcp_logs: Option<TcpLogs>,
+    /// [`part::Diagnose`]: the workers' spills (check them for errors).
+    pub(crate) spills: Vec<Arc<Spill>>,
+    /// Time of the last segment the storage trackers saw (a single tracker's `last_ts`).
+    pub(crate) last_segment_ts: Option<Timestamp>,
+}
+
+/// What the run does besides the analysis.
+pub(crate) struct Job<'a> {
+    /// Analysis threads.
+    pub(crate) threads: usize,
+    /// `--stream` applied by the merge to rows, `--port` and `--flagged` by the parts.
+    pub(crate) filter: &'a Filter,
+    /// The storage parsers' configuration (parts with payloads).
+    pub(crate) storage: StorageConfig,
+    /// Told how far reading has come.
+    pub(crate) progress: Option<Arc<dyn Progress>>,
+}
+
+/// Runs the analysis on `job.threads` workers, each with a part made by `new_part`;
+/// replays results into `sink` in capture order (the caller filters them), and the parts'
+/// storage events into `storage`. `row` receives the CSV rows of [`part::CsvRows`]
+/// (`frame`, global stream, row tail), already filtered.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run<P: Part, S: EventSink, T: StorageSink>(
+    reader: CaptureReader,
+    cfg: AnalyzerConfig,
+    job: Job<'_>,
+    new_part: impl Fn() -> P,
+    sink: &mut S,
+    storage: &mut T,
+    stop: impl Fn(&S, &T) -> bool,
+    row: impl FnMut(&mut S, u64, u32, &[u8]),
+) -> Result<Parallel, Error> {
+    let n = job.threads.clamp(1, 255);
+    let routing = Routing {
+        sweep_every: cfg.sweep_every_frames,
+        payloads: P::PAYLOADS.then(|| job.storage.clone()),
+        diagnosed: P::DIAGNOSER.then(|| job.filter.clone()),
+    };
+    // Each worker tracks its share of the connections; which ones get evicted when the
+    // limit is reached therefore depends on the thread count (documented in --help).
+    let mut worker_cfg = cfg.clone();
+    worker_cfg.sweep_every_frames = u64::MAX; // the reader sends the sweeps
+    worker_cfg.max_flows = cfg.max_flows.div_ceil(n).max(1);
+    worker_cfg.max_evicted_remembered = cfg.max_evicted_remembered.div_ceil(n).max(1);
+    let stop_flag = AtomicBool::new(false);
+    let needs = FlowNeeds {
+        stats: sink.needs_flow_stats(),
+        summaries: sink.needs_flows(),
+    };
+    let spawn_error = |e: std::io::Error| Error::Thread(format!("cannot start a thread: {e}"));
+    thread::scope(|scope| {
+        let (recycle_tx, recycle_rx) = sync_channel::<Batch>(DEPTH * n + n);
+        let mut to_workers = Vec::with_capacity(n);
+        let mut from_workers = Vec::with_capacity(n);
+        let mut spent_to = Vec::with_capacity(n);
+        let mut numbers_to = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = sync_channel::<Batch>(DEPTH);
+            let (otx, orx) = sync_channel::<WorkerMsg>(DEPTH);
+            let (spent_tx, spent_rx) = sync_channel::<BatchOut>(DEPTH);
+            let (numbers_tx, numbers_rx) = sync_channel::<Vec<u32>>(1);
+            let ch = Channels {
+                rx,
+                tx: otx,
+                recycle: recycle_tx.clone(),
+                spent: spent_rx,
+                numbers: numbers_rx,
+            };
+            let cfg = worker_cfg.clone();
+            let part = new_part();
+            // Named threads: profilers and `top -H` then tell them apart.
+            thread::Builder::new()
+                .name(format!("tcpdx-worker-{}", to_workers.len()))
+                .spawn_scoped(scope, move || work(cfg, ch, part, needs))
+                .map_err(spawn_error)?;
+            spent_to.push(spent_tx);
+            numbers_to.push(numbers_tx);
+            to_workers.push(tx);
+            from_workers.push(orx);
+        }
+        drop(recycle_tx);
+        let stop_ref = &stop_flag;
+        let progress = job.progress;
+        let reader_thread = thread::Builder::new()
+            .name("tcpdx-route".into())
+            .spawn_scoped(scope, move || {
+                read_and_route(reader, to_workers, recycle_rx, stop_ref, progress, routing)
+            })
+            .map_err(spawn_error)?;
+
+        let (ids, stopped) = merge::merge(
+            &from_workers,
+            &spent_to,
+            job.filter,
+            sink,
+            storage,
+            stop,
+            row,
+            &stop_flag,
+        )?;
+        // Every batch is merged: each worker's streams all have their global numbers.
+        for (tx, map) in numbers_to.iter().zip(ids.maps) {
+            let _ = tx.send(map);
+        }
+        let end = reader_thread
+            .join()
+            .map_err(|_| Error::Thread("the capture reader thread panicked".into()))?;
+        let mut stats = end.stats.clone();
+        let mut flows = Vec::new();
+        let mut parts = Parts::default();
+        let mut finish = Vec::new();
+        let mut last: Option<(FrameNo, Timestamp)> = None;
+        for rx in &from_workers {
+            for msg in rx {
+                if let WorkerMsg::End {
+                    flows: f,
+                    stats: s,
+                    tail,
+                } = msg
+                {
+                    stats.add(&s);
+                    flows.extend(f);
+                    let Some(tail) = tail else { continue };
+                    let Tail {
+                        listing: l,
+                        spill,
+                        tcp_logs,
+                        finish: events,
+                        last: l_last,
+                    } = *tail;
+                    if let Some(l) = l {
+                        match &mut parts.listing {
+                            Some(all) => all.merge(l),
+                            None => parts.listing = Some(l),
+                        }
+                    }
+                    parts.spills.extend(spill);
+                    if let Some(logs) = tcp_logs {
+                        parts
+                            .tcp_logs
+                            .get_or_insert_with(TcpLogs::default)
+                            .merge(logs);
+                    }
+                    finish.extend(events);
+                    if l_last.is_some_and(|(f, _)| last.is_none_or(|(g, _)| f > g)) {
+                        last = l_last;
+                    }
+                }
+            }
+        }
+        if end.error.is_none() && !stopped {
+            flows.sort_by_key(|f| f.stream.0);
+            for f in &flows {
+                sink.flow(f);
+            }
+        }
+        if end.error.is_none() {
+            // A single tracker ends its connections in stream order; each worker's come in
+            // its own stream order, which the global numbering keeps (stable sort).
+            finish.sort_by_key(Recorded::stream);
+            for e in &finish {
+                e.replay(storage);
+            }
+        }
+        parts.last_segment_ts = last.map(|(_, ts)| ts);
+        Ok(Parallel {
+            reader: end,
+            stats,
+            parts,
+        })
+    })
+}

@@ -1,0 +1,195 @@
+//! The library's entry points on captures shipped in the repository.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tcpdx::{Capture, Error, EventSink, Filter, Options, Progress, SegmentAnalysis, SrtConfig};
+
+fn data(p: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(p)
+}
+
+fn threads(n: usize) -> Options {
+    Options {
+        threads: Some(n),
+        ..Options::default()
+    }
+}
+
+/// Segments seen, and those with an analysis flag.
+#[derive(Default)]
+struct Count {
+    segments: u64,
+    flagged: u64,
+    streams: Vec<u32>,
+}
+
+impl EventSink for Count {
+    fn segment(&mut self, a: &SegmentAnalysis) {
+        self.segments += 1;
+        self.flagged += u64::from(!a.flags.is_empty());
+        if !self.streams.contains(&a.stream.0) {
+            self.streams.push(a.stream.0);
+        }
+    }
+}
+
+#[test]
+fn the_diagnosis_is_the_same_on_one_thread_and_on_two() {
+    let path = data("lab/case003_nfs_write_stall/client.pcap.gz");
+    let one = Capture::open(&path).diagnose(&threads(1)).unwrap();
+    let two = Capture::open(&path).diagnose(&threads(2)).unwrap();
+    assert!(!one.findings.is_empty());
+    let key = |d: &tcpdx::Diagnosis| {
+        d.findings
+            .iter()
+            .map(|f| (f.kind, f.stream, f.evidence.len(), f.cost.seconds.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key(&one), key(&two));
+    // The storage findings are part of it: the NFS writes' fixed-duration stall.
+    assert!(
+        one.findings
+            .iter()
+            .any(|f| f.kind.as_str() == "fixed-duration-stall"),
+        "{:?}",
+        key(&one)
+    );
+}
+
+#[test]
+fn flows_srt_and_events_agree_on_a_capture() {
+    let path = data("lab/nfs3_read_clean/client.pcap.gz");
+    for n in [1, 2] {
+        let o = threads(n);
+        let mut c = Capture::open(&path);
+        let flows = c.flows(&o).unwrap();
+        assert!(!flows.flows.is_empty(), "{n} threads");
+        assert_eq!(flows.evicted.connections, 0);
+        let frames = c.summary().unwrap().stats.frames;
+        let srt = c.srt(&o, SrtConfig::default()).unwrap();
+        assert!(!srt.tables.is_empty(), "{n} threads: NFS calls timed");
+        let mut count = Count::default();
+        c.events(&o, &mut count, |_| false).unwrap();
+        assert!(count.segments > 0 && count.segments <= frames);
+        // Flagged only: a subset, every one of them flagged.
+        let mut flagged = Count::default();
+        let only = Options {
+            filter: Filter {
+                flagged: true,
+                ..Filter::default()
+            },
+            ..threads(n)
+        };
+        c.events(&only, &mut flagged, |_| false).unwrap();
+        assert_eq!(flagged.segments, flagged.flagged);
+        assert_eq!(flagged.segments, count.flagged);
+    }
+}
+
+#[test]
+fn the_stream_filter_keeps_one_connection() {
+    let path = data("lab/case000_rto_delack/server.pcap.gz");
+    for n in [1, 2] {
+        let mut all = Count::default();
+        let mut c = Capture::open(&path);
+        c.events(&threads(n), &mut all, |_| false).unwrap();
+        let last = *all.streams.last().unwrap();
+        let mut one = Count::default();
+        let o = Options {
+            filter: Filter {
+                streams: vec![last],
+                ..Filter::default()
+            },
+            ..threads(n)
+        };
+        c.events(&o, &mut one, |_| false).unwrap();
+        assert_eq!(one.streams, [last]);
+        assert!(one.segments < all.segments || all.streams.len() == 1);
+    }
+}
+
+#[test]
+fn a_stream_is_read_once() {
+    let bytes = std::fs::read(data("fast-retransmission.pcapng")).unwrap();
+    let mut c = Capture::from_reader(std::io::Cursor::new(bytes));
+    let d = c.diagnose(&threads(1)).unwrap();
+    let file = Capture::open(data("fast-retransmission.pcapng"))
+        .diagnose(&threads(1))
+        .unwrap();
+    assert_eq!(d.findings.len(), file.findings.len());
+    assert!(matches!(c.flows(&threads(1)), Err(Error::ReadTwice)));
+}
+
+#[test]
+fn bad_input_is_a_capture_error_naming_the_file() {
+    let e = Capture::open(data("malformed/empty.pcap"))
+        .diagnose(&Options::default())
+        .unwrap_err();
+    assert!(matches!(e, Error::Capture(_)), "{e}");
+    assert!(e.to_string().contains("empty.pcap"), "{e}");
+    let missing = Capture::open(data("no-such.pcap"))
+        .flows(&Options::default())
+        .unwrap_err();
+    assert!(missing.to_string().contains("no-such.pcap"), "{missing}");
+}
+
+#[derive(Default)]
+struct Seen {
+    starts: AtomicU64,
+    frames: AtomicU64,
+    finishes: AtomicU64,
+}
+
+impl Progress for Seen {
+    fn start(&self, _len: Option<u64>) {
+        self.starts.fetch_add(1, Ordering::Relaxed);
+    }
+    fn update(&self, _bytes: u64, frames: u64) {
+        self.frames.store(frames, Ordering::Relaxed);
+    }
+    fn finish(&self) {
+        self.finishes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn progress_is_told_of_each_pass() {
+    let seen = Arc::new(Seen::default());
+    for n in [1, 2] {
+        let o = Options {
+            progress: Some(seen.clone()),
+            ..threads(n)
+        };
+        Capture::open(data("lab/smb3_read_clean/client.pcap.gz"))
+            .flows(&o)
+            .unwrap();
+    }
+    assert_eq!(seen.starts.load(Ordering::Relaxed), 2);
+    assert_eq!(seen.finishes.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn export_writes_the_tables_and_bad_input_leaves_no_directory() {
+    let base = std::env::temp_dir().join(format!("tcpdx-facade-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let dir = base.join("tables");
+    let counts = Capture::open(data("fast-retransmission.pcapng"))
+        .export(&Options::default(), &dir, &[])
+        .unwrap();
+    assert!(
+        counts.iter().any(|(t, n)| *t == "findings" && *n > 0),
+        "{counts:?}"
+    );
+    let none = base.join("none");
+    assert!(
+        Capture::open(data("malformed/empty.pcap"))
+            .export(&Options::default(), &none, &[])
+            .is_err()
+    );
+    assert!(!none.exists());
+    std::fs::remove_dir_all(&base).unwrap();
+}
