@@ -245,12 +245,13 @@ fn jsonl_and_flows_json_are_valid_json() {
 fn closed_pipe_is_not_an_error() {
     // Every output format: the JSON writers once turned the broken pipe into another error.
     // The outputs must outgrow the output buffer (an error on its flush when dropped is
-    // never seen): 20,000 packets of 500 connections, each with repeated 40 ms stalls.
+    // never seen): 20,000 packets of 500 connections, each losing a segment in ten.
     let p = tmp("pipe.pcap");
     let cfg = tcpdx_testkit::bulk::BulkConfig {
         packets: 20_000,
         concurrent: 2000,
         per_conn: 40,
+        loss_every: 10,
         ..tcpdx_testkit::bulk::BulkConfig::default()
     };
     let f = std::fs::File::create(&p).unwrap();
@@ -327,13 +328,14 @@ const READABLE_LINES: usize = 100;
 
 #[test]
 fn diagnose_of_many_connections_starts_with_the_verdict_and_stays_short() {
-    // 150,000 packets of ~2,200 short connections, 2,000 at a time (the benchmark's
-    // `many`), each stalled 20 ms at a time by the interleaving: a finding on each.
+    // 150,000 packets of short connections, 2,000 at a time (the benchmark's `many`), each
+    // losing a segment in ten: a network-loss finding on each.
     let p = tmp("many.pcap");
     let cfg = tcpdx_testkit::bulk::BulkConfig {
         packets: 150_000,
         concurrent: 2000,
         per_conn: 40,
+        loss_every: 10,
         ..tcpdx_testkit::bulk::BulkConfig::default()
     };
     let f = std::fs::File::create(&p).unwrap();
@@ -352,6 +354,11 @@ fn diagnose_of_many_connections_starts_with_the_verdict_and_stays_short() {
         lines.len()
     );
     assert!(short.contains("Findings by pattern"), "{short}");
+    // The worst connection of the costliest pattern in full, with its evidence frames.
+    assert!(
+        short.contains("in full:") && short.contains("evidence: #"),
+        "{short}"
+    );
     // Every finding in full is what the default leaves out.
     let all = text(&["diagnose", "--all"]);
     assert!(all.starts_with("Verdict:"));

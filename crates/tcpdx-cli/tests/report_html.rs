@@ -266,7 +266,7 @@ fn lab_case_reports_open_in_chromium_with_every_graph_drawn() {
         (
             "case004_tbf_burst",
             &["budget", "tseq", "tput", "rtt", "flight"],
-            Some("network-loss"),
+            Some("cwnd-collapse"),
         ),
     ];
     let dir = artifacts();

@@ -59,6 +59,10 @@ const TERMINAL_EVIDENCE: usize = 8;
 /// Findings shown in full in the terminal; the rest get one line each.
 const TERMINAL_FULL: usize = 10;
 
+/// Patterns whose worst finding the default text prints in full (tcpdx choice: three keep
+/// the output of any capture near 100 lines).
+const EXAMPLES: usize = 3;
+
 /// Groups shown in the terminal with their worst connections; the rest are counted on one
 /// line (the JSON has them all). With the verdict and the budget, the output stays within
 /// about 90 lines whatever the capture.
@@ -74,6 +78,7 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
     let summary = summarize(d);
     write_verdict(w, &summary)?;
     write_groups(w, &summary)?;
+    write_examples(w, d, &summary)?;
     write_unlisted(w, d)?;
     write_budget(w, &d.time_budget, d.unlisted.connections)?;
     if let Some(g) = summary.groups.iter().find(|g| !g.worst.is_empty()) {
@@ -87,6 +92,30 @@ pub fn write_diagnosis_text(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> 
                 g.worst[0].stream
             ),
         )?;
+    }
+    Ok(())
+}
+
+/// The worst connection's finding of each of the [`EXAMPLES`] costliest groups, in full, so
+/// that the default output shows the evidence frames of what cost most.
+fn write_examples(w: &mut dyn Write, d: &Diagnosis, s: &Summary) -> io::Result<()> {
+    let examples: Vec<&Finding> = (s.groups.iter())
+        .filter(|g| g.seconds > 0.0)
+        .take(EXAMPLES)
+        .filter_map(|g| {
+            let worst = g.worst.first()?;
+            (d.findings.iter()).find(|f| f.kind == g.kind && f.stream == Some(worst.stream))
+        })
+        .collect();
+    if examples.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "The worst connection of each of the costliest patterns, in full:"
+    )?;
+    for (i, f) in examples.into_iter().enumerate() {
+        write_finding(w, i, f)?;
     }
     Ok(())
 }
@@ -236,50 +265,56 @@ fn write_findings(w: &mut dyn Write, d: &Diagnosis) -> io::Result<()> {
             )?;
             continue;
         }
-        writeln!(
-            w,
-            "{:>3}. [{}] {}  stream {}  {} episode(s)  cost {:.3} s ({:.1}% of the connection){}",
-            i + 1,
-            f.severity.as_str().to_uppercase(),
-            f.kind.as_str(),
-            stream(f),
-            f.episodes,
-            f.cost.seconds,
-            f.cost.share * 100.0,
-            f.cost
-                .goodput_without_bps
-                .filter(|_| f.cost.seconds > 0.0)
-                .map_or(String::new(), |g| format!("; without it: {}", bps(g)))
-        )?;
-        if let Some(file) = &f.file {
-            writeln!(w, "     file: {file}")?;
-        }
-        wrap(w, "     ", &f.explanation)?;
-        if !f.evidence.is_empty() {
-            let ev: Vec<String> = f
-                .evidence
-                .iter()
-                .take(TERMINAL_EVIDENCE)
-                .map(|e| format!("#{} {}", e.frame, e.role))
-                .collect();
-            let more = f.evidence.len().saturating_sub(TERMINAL_EVIDENCE);
-            let tail = if more > 0 {
-                format!(" (+{more} more)")
-            } else {
-                String::new()
-            };
-            wrap(w, "     evidence: ", &format!("{}{tail}", ev.join(", ")))?;
-        }
-        if !f.wireshark_filter.is_empty() {
-            writeln!(w, "     wireshark: {}", f.wireshark_filter)?;
-        }
-        for r in &f.recommendations {
-            wrap(w, "     - ", r)?;
-        }
-        writeln!(w)?;
+        write_finding(w, i, f)?;
     }
     write_unlisted(w, d)?;
     write_budget(w, &d.time_budget, d.unlisted.connections)
+}
+
+/// One finding in full: its line, explanation, evidence frames, Wireshark filter and
+/// recommendations, then a blank line.
+fn write_finding(w: &mut dyn Write, i: usize, f: &Finding) -> io::Result<()> {
+    writeln!(
+        w,
+        "{:>3}. [{}] {}  stream {}  {} episode(s)  cost {:.3} s ({:.1}% of the connection){}",
+        i + 1,
+        f.severity.as_str().to_uppercase(),
+        f.kind.as_str(),
+        stream(f),
+        f.episodes,
+        f.cost.seconds,
+        f.cost.share * 100.0,
+        f.cost
+            .goodput_without_bps
+            .filter(|_| f.cost.seconds > 0.0)
+            .map_or(String::new(), |g| format!("; without it: {}", bps(g)))
+    )?;
+    if let Some(file) = &f.file {
+        writeln!(w, "     file: {file}")?;
+    }
+    wrap(w, "     ", &f.explanation)?;
+    if !f.evidence.is_empty() {
+        let ev: Vec<String> = f
+            .evidence
+            .iter()
+            .take(TERMINAL_EVIDENCE)
+            .map(|e| format!("#{} {}", e.frame, e.role))
+            .collect();
+        let more = f.evidence.len().saturating_sub(TERMINAL_EVIDENCE);
+        let tail = if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        };
+        wrap(w, "     evidence: ", &format!("{}{tail}", ev.join(", ")))?;
+    }
+    if !f.wireshark_filter.is_empty() {
+        writeln!(w, "     wireshark: {}", f.wireshark_filter)?;
+    }
+    for r in &f.recommendations {
+        wrap(w, "     - ", r)?;
+    }
+    writeln!(w)
 }
 
 /// The line counting the connections folded away to bound memory, if any.
@@ -470,7 +505,7 @@ mod tests {
         let s = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "Verdict:");
-        assert!(lines.len() <= 30, "{s}");
+        assert!(lines.len() <= 45, "{s}");
         assert!(
             s.contains("network-loss on 3000 connection(s) to 10.98.0.2:8080"),
             "{s}"
@@ -484,13 +519,16 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("--stream 6"), "{s}");
-        // No per-connection detail.
-        assert!(!s.contains("evidence:"), "{s}");
+        // The worst connection of the one pattern in full, and no other.
+        assert!(s.contains("costliest patterns, in full:"), "{s}");
+        assert!(s.contains("network-loss  stream 6"), "{s}");
+        assert!(!s.contains("network-loss  stream 13"), "{s}");
         // --all lists the findings too.
         let mut all = Vec::new();
         write_diagnosis_text_all(&mut all, &d).unwrap();
         let all = String::from_utf8(all).unwrap();
-        assert!(all.starts_with(&s[..s.find("Time budget").unwrap_or(0)]));
+        let groups_end = s.find("The worst connection of each").unwrap();
+        assert!(all.starts_with(&s[..groups_end]));
         assert!(all.contains("evidence: #7 fast retransmission"), "{all}");
         assert!(all.lines().count() > 3000);
     }
