@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Tuning-half captures that must stay right (measured 2026-11-29 on the merged diagnosis).
-const TUNE_RIGHT_FLOOR: usize = 4;
+const TUNE_RIGHT_FLOOR: usize = 9;
 
 /// Kinds a label may name: the catalogue of DESIGN.md.
 const KINDS: &[&str] = &[
