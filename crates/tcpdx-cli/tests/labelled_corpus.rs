@@ -21,24 +21,6 @@ use std::process::Command;
 /// Tuning-half captures that must stay right (measured 2026-11-29 on the merged diagnosis).
 const TUNE_RIGHT_FLOOR: usize = 9;
 
-/// Kinds a label may name: the catalogue of DESIGN.md.
-const KINDS: &[&str] = &[
-    "delack-slowstart-stall",
-    "nagle-delack-stall",
-    "rto-stall",
-    "network-loss",
-    "spurious-retransmission",
-    "reordering",
-    "cwnd-collapse",
-    "receiver-window-limited",
-    "receiver-host-drops",
-    "fixed-duration-stall",
-    "application-limited",
-    "handshake-and-setup",
-    "capture-quality",
-    "path-limited",
-];
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -69,7 +51,11 @@ fn labels() -> Vec<Label> {
         };
         let allowed: BTreeSet<String> = c[4].split(',').map(str::to_string).collect();
         for k in required.iter().flatten().chain(&allowed) {
-            assert!(KINDS.contains(&k.as_str()), "{}: unknown kind {k}", c[0]);
+            assert!(
+                tcpdx::FindingKind::parse(k).is_some(),
+                "{}: unknown kind {k}",
+                c[0]
+            );
         }
         assert!(matches!(c[1], "tune" | "report"), "{}: half", c[0]);
         assert!(

@@ -42,6 +42,29 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind, in catalogue order.
+    pub const ALL: [FindingKind; 14] = [
+        Self::DelackSlowstartStall,
+        Self::NagleDelackStall,
+        Self::RtoStall,
+        Self::NetworkLoss,
+        Self::SpuriousRetransmission,
+        Self::Reordering,
+        Self::CwndCollapse,
+        Self::ReceiverWindowLimited,
+        Self::ReceiverHostDrops,
+        Self::FixedDurationStall,
+        Self::ApplicationLimited,
+        Self::HandshakeAndSetup,
+        Self::CaptureQuality,
+        Self::PathLimited,
+    ];
+
+    /// The kind named by its stable string, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     /// The stable kind string (`delack-slowstart-stall`, ...).
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -332,6 +355,15 @@ impl Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_parses_from_its_string_and_serialises_to_it() {
+        for k in FindingKind::ALL {
+            assert_eq!(FindingKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(FindingKind::parse("network_loss"), None);
+    }
 
     #[test]
     fn severity_thresholds_and_names() {
