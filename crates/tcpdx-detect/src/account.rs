@@ -252,6 +252,13 @@ pub fn settle(findings: &mut Vec<Finding>, from: f64, to: f64, recost: impl Fn(&
         if settled < c - EPS_S {
             recost(f, settled);
             f.severity = f.severity.min(Severity::from_share(f.cost.share));
+            // The explanation was written with the whole cost: say what the account kept.
+            let _ = write!(
+                f.explanation,
+                " Of the {c:.3} s, {:.3} s is time another finding already accounts for: this \
+                 one's cost is the {settled:.3} s left.",
+                c - settled
+            );
         }
         // Every timed episode explained by earlier findings, and (almost) nothing left of
         // the cost: their cause is this one's.
@@ -465,6 +472,16 @@ mod tests {
         assert_eq!(v[1].episodes, 1);
         let e = v[1].episode_list[0];
         assert!((e.start_s - 1.5).abs() < 1e-9 && (e.duration_s - 0.5).abs() < 1e-9);
+        // Its explanation, written with the whole second, says what the account kept.
+        assert!(
+            v[1].explanation.ends_with(
+                "Of the 1.000 s, 0.500 s is time another finding already accounts for: this \
+                 one's cost is the 0.500 s left."
+            ),
+            "{}",
+            v[1].explanation
+        );
+        assert!(!v[0].explanation.contains("already accounts for"));
     }
 
     #[test]

@@ -835,20 +835,35 @@ fn run_bulk(sc: &Scenario, o: &RunOpts, n: &Names, out: &Path) -> Result<serde_j
     ];
     let send_out = out.join("bulk_send.json");
     let send = spawn_in(&n.ns_c, 1, &exe, &sa, &send_out)?;
+    collect_pair(
+        ("send", "bulk sender", send, &send_out),
+        ("recv", "bulk receiver", recv, &recv_out),
+    )
+}
+
+/// One side of a two-process workload: its key in the report, its name in errors, the
+/// process and the file it writes its JSON report to.
+type Side<'a> = (&'a str, &'a str, Child, &'a Path);
+
+/// Waits for a workload's active side (up to 2 min) and then its passive one (30 s more),
+/// and returns both sides' JSON reports under their keys (their files are removed).
+fn collect_pair(active: Side<'_>, passive: Side<'_>) -> Result<serde_json::Value> {
+    let (key_a, what_a, child_a, file_a) = active;
+    let (key_p, what_p, child_p, file_p) = passive;
     wait_child(
-        send,
-        "bulk sender",
+        child_a,
+        what_a,
         Duration::from_secs(120),
-        &send_out.with_extension("err"),
+        &file_a.with_extension("err"),
     )?;
     wait_child(
-        recv,
-        "bulk receiver",
+        child_p,
+        what_p,
         Duration::from_secs(30),
-        &recv_out.with_extension("err"),
+        &file_p.with_extension("err"),
     )?;
     let mut v = serde_json::Map::new();
-    for (k, f) in [("send", &send_out), ("recv", &recv_out)] {
+    for (k, f) in [(key_a, file_a), (key_p, file_p)] {
         let s = std::fs::read_to_string(f)?;
         v.insert(
             k.into(),
@@ -919,27 +934,8 @@ fn run_reqresp(sc: &Scenario, n: &Names, out: &Path) -> Result<serde_json::Value
     }
     let cli_out = out.join("rr_client.json");
     let cli = spawn_in(&n.ns_c, 1, &exe, &ca, &cli_out)?;
-    wait_child(
-        cli,
-        "request/response client",
-        Duration::from_secs(120),
-        &cli_out.with_extension("err"),
-    )?;
-    wait_child(
-        srv,
-        "request/response server",
-        Duration::from_secs(30),
-        &srv_out.with_extension("err"),
-    )?;
-    let mut v = serde_json::Map::new();
-    for (k, f) in [("client", &cli_out), ("server", &srv_out)] {
-        let s = std::fs::read_to_string(f)?;
-        v.insert(
-            k.into(),
-            serde_json::from_str(s.trim()).unwrap_or(serde_json::Value::String(s)),
-        );
-        let _ = std::fs::remove_file(f);
-        let _ = std::fs::remove_file(f.with_extension("err"));
-    }
-    Ok(serde_json::Value::Object(v))
+    collect_pair(
+        ("client", "request/response client", cli, &cli_out),
+        ("server", "request/response server", srv, &srv_out),
+    )
 }
