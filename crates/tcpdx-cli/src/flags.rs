@@ -17,9 +17,10 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Why is it slow? Findings (pathology, cost, evidence frames, Wireshark filter,
-    /// recommendations), most costly first, and the time budget. `tcpdx FILE` is short for
-    /// `tcpdx diagnose FILE`.
+    /// Why is it slow? A verdict for the capture, the findings grouped by pattern (kind and
+    /// server or client host, most seconds lost first), the worst of each in full (cost,
+    /// evidence frames, Wireshark filter, recommendations), and the time budget. `tcpdx FILE`
+    /// is short for `tcpdx diagnose FILE`.
     Diagnose(DiagnoseArgs),
     /// Per-packet TCP analysis: one row per TCP segment, with Wireshark's frame numbers,
     /// tcp.stream indexes and tcp.analysis.* flags.
