@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod diagnose;
 pub mod events;
 pub mod flows;
@@ -14,6 +15,7 @@ pub mod html;
 pub mod line;
 pub mod srt;
 
+pub use compare::{Comparison, write_comparison_json, write_comparison_text};
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 pub use events::{CsvTail, EventsCsv, EventsJsonl, csv_head};
 pub use flows::{EvictedTotals, write_flows_json, write_flows_table};

@@ -45,6 +45,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod compare;
 mod diagnosis;
 mod drive;
 mod error;
@@ -60,6 +61,7 @@ use tcpdx_storage::findings::StorageEvidence;
 use tcpdx_storage::{Notice, Request, SrtCollector, TcpLog, Tracker, Transaction};
 use tcpdx_wire::{FrameNo, Timestamp};
 
+pub use compare::{Measured, compare, compare_measured, measure};
 pub use drive::Summary;
 pub use error::Error;
 pub use options::{
@@ -72,6 +74,7 @@ pub use tcpdx_core::{
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;
+pub use tcpdx_report::compare::{Change, Comparison};
 pub use tcpdx_storage::{DecodeAs, SrtConfig, SrtReport, StorageSink};
 
 use diagnosis::{CaptureDiagnoser, Evidence, assemble_listed};
