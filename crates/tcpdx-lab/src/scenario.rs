@@ -533,6 +533,15 @@ pub fn registry() -> Vec<Scenario> {
         });
         v.push(s);
     }
+    // The loss-free run of the NFSv3 write above: the pair `tcpdx compare` is tested on.
+    let mut s = base(
+        "nfs3_write_clean",
+        "clean NFSv3 write, RTT 10 ms (nfs3_write_loss1pct without the loss)",
+        storage(StorageOp::Nfs3Write),
+    );
+    s.snaplen = 0;
+    s.expect.no_retransmissions = true;
+    v.push(s);
     let mut s = base(
         "case003_nfs_write_stall",
         "NFSv3 WRITE/COMMIT while the server (ganesha) is stopped for 5 s (SIGSTOP/SIGCONT)",
