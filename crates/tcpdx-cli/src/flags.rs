@@ -56,6 +56,13 @@ pub enum Command {
     /// FILE is read twice (diagnose, then rewrite), so it cannot be - (stdin): save the
     /// capture to a file first.
     Annotate(AnnotateArgs),
+    /// The same traffic before and after a change (delayed ACK off, a buffer, a switch
+    /// setting): connections matched by service (server address and port, protocol;
+    /// clients may differ), then a verdict (what went away, goodput of the main transfer,
+    /// storage response times; then what got worse) and, for the whole capture and each
+    /// service, goodput, duration, each finding kind's cost and SRT p50/p95/p99 per
+    /// operation, before -> after. Each capture is read three times, so not from stdin.
+    Compare(CompareArgs),
 }
 
 /// The analysis flags, the same on every command.
@@ -214,7 +221,14 @@ pub struct SrtArgs {
 pub struct ReportArgs {
     /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed). It is read twice
     /// (diagnosis, then the graphed connections), so standard input is not accepted.
-    pub file: PathBuf,
+    /// Not with `--compare`.
+    #[arg(required_unless_present = "compare", conflicts_with = "compare")]
+    pub file: Option<PathBuf>,
+    /// A before/after comparison instead of one capture's report: the verdict, every
+    /// finding kind's cost before and after, goodput and storage response times per
+    /// service (as `tcpdx compare BEFORE AFTER`).
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"])]
+    pub compare: Option<Vec<PathBuf>>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
@@ -225,6 +239,22 @@ pub struct ReportArgs {
     /// payload bytes).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub top: usize,
+}
+
+/// `tcpdx compare` options.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The capture before the change.
+    pub before: PathBuf,
+    /// The capture after the change.
+    pub after: PathBuf,
+    /// Analysis flags (the same for both captures).
+    #[command(flatten)]
+    pub analysis: Analysis,
+    /// Machine-readable JSON (`{"version": 1, "verdict": "...", "kinds": [...], ...}`;
+    /// docs/json-format.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `tcpdx export` options.
@@ -252,7 +282,7 @@ pub struct AnnotateArgs {
 
 /// Subcommand names, for the `tcpdx FILE` shorthand.
 const SUBCOMMANDS: &[&str] = &[
-    "diagnose", "events", "flows", "srt", "report", "export", "annotate", "help",
+    "diagnose", "events", "flows", "srt", "report", "export", "annotate", "compare", "help",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
@@ -303,9 +333,12 @@ mod tests {
             "--no-progress",
         ];
         for cmd in [
-            "diagnose", "events", "flows", "srt", "report", "export", "annotate",
+            "diagnose", "events", "flows", "srt", "report", "export", "annotate", "compare",
         ] {
             let mut args = vec!["tcpdx", cmd, "x.pcap"];
+            if cmd == "compare" {
+                args.push("y.pcap");
+            }
             args.extend(flags);
             if matches!(cmd, "export" | "annotate") {
                 args.extend(["-o", "out"]);
@@ -314,6 +347,7 @@ mod tests {
             let a = match &cli.command {
                 Command::Diagnose(a) => &a.analysis,
                 Command::Report(a) => &a.analysis,
+                Command::Compare(a) => &a.analysis,
                 Command::Events(EventsArgs { input, .. })
                 | Command::Flows(FlowsArgs { input, .. })
                 | Command::Srt(SrtArgs { input, .. })

@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(&a),
         Command::Export(a) => cmd::export::run(&a),
         Command::Annotate(a) => cmd::annotate::run(&a),
+        Command::Compare(a) => cmd::compare::run(&a),
     };
     match result {
         Ok(code) => code,

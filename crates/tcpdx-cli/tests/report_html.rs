@@ -381,3 +381,48 @@ fn bad_input_is_one_line_and_exit_code_2() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_comparison_report_opens_in_chromium_with_its_verdict_and_kinds() {
+    let dir = artifacts();
+    let html = dir.join("compare_case000.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_tcpdx"))
+        .args(["report", "--no-progress", "-o"])
+        .arg(&html)
+        .arg("--compare")
+        .arg(lab("case000_rto_delack"))
+        .arg(lab("case000_rto_quickack"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "tcpdx report --compare: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !text.contains("<link") && !text.contains(" src=\""),
+        "the report must not load anything"
+    );
+    assert!(text.contains("(delack-slowstart-stall) is gone"), "verdict");
+    for k in ["rto-stall", "network-loss", "delack-slowstart-stall"] {
+        assert!(
+            text.contains(&format!("<tr data-kind=\"{k}\">")),
+            "{k} in the kinds table"
+        );
+    }
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let opened = browse(&html, &["--dump-dom".into()]);
+    let drawn = check_drawn("compare", &opened);
+    assert_eq!(drawn.graphs.len(), 1);
+    assert_eq!(drawn.graphs[0].kind, "compare-kinds");
+    // Two bars (before, after) per kind of either capture.
+    assert_eq!(drawn.graphs[0].points, 6);
+    let png = dir.join("compare_case000.png");
+    screenshot(&html, &png);
+    println!(
+        "compare: {} bytes; screenshot {}",
+        text.len(),
+        png.display()
+    );
+}

@@ -26,6 +26,9 @@ pub enum Change {
     Unchanged,
     /// Only one capture has the figure (an operation or a service seen on one side).
     OneSide,
+    /// Too few samples on a side to judge (response-time percentiles of a handful of
+    /// replies).
+    Few,
 }
 
 impl Change {
@@ -38,6 +41,7 @@ impl Change {
             Self::Worse => "worse",
             Self::Unchanged => "unchanged",
             Self::OneSide => "one_side",
+            Self::Few => "few",
         }
     }
 }
@@ -70,6 +74,10 @@ pub struct OpChange {
     pub count_before: u64,
     /// Replies after.
     pub count_after: u64,
+    /// Bytes the replies' requests read or wrote, before.
+    pub bytes_before: u64,
+    /// The same, after.
+    pub bytes_after: u64,
     /// p50/p95/p99 before (s), `None` without replies.
     pub before_s: Option<Percentiles>,
     /// p50/p95/p99 after (s).
@@ -378,6 +386,8 @@ mod tests {
                 op: "WRITE".into(),
                 count_before: 3,
                 count_after: 0,
+                bytes_before: 0,
+                bytes_after: 0,
                 before_s: Some(Percentiles {
                     p50: 0.001,
                     p95: 0.0234,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod annotate;
+pub mod compare;
 pub mod diagnose;
 pub mod events;
 pub mod export;

@@ -7,10 +7,12 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use tcpdx::Capture;
+use tcpdx_report::html::write_html_comparison;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
 
@@ -19,7 +21,13 @@ use crate::warned;
 
 /// Runs `tcpdx report`.
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
-    if a.file.as_os_str() == "-" {
+    if let Some(pair) = &a.compare {
+        return compare_page(pair, a);
+    }
+    let Some(file) = &a.file else {
+        bail!("report: a capture file, or --compare BEFORE AFTER, is needed");
+    };
+    if file.as_os_str() == "-" {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let an = &a.analysis;
@@ -27,7 +35,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     // diagnoses them all.
     let mut all = an.options("reading");
     all.filter.streams.clear();
-    let mut c = Capture::open(&a.file);
+    let mut c = Capture::open(file);
     let mut top = TopBytes::new(a.top);
     let r = c.diagnose_with(&all, &mut top);
     let diagnosis = warned(&c, an.max_flows, r)?;
@@ -58,7 +66,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
-    let file = a.file.display().to_string();
+    let file = file.display().to_string();
     let page = Page {
         file: &file,
         frames,
@@ -76,6 +84,27 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         out.display(),
         diagnosis.findings.len(),
         sections.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tcpdx report --compare BEFORE AFTER`: the comparison page.
+fn compare_page(pair: &[PathBuf], a: &ReportArgs) -> Result<ExitCode> {
+    let [before, after] = pair else {
+        bail!("report: --compare takes two captures, BEFORE and AFTER");
+    };
+    let c = crate::cmd::compare::compare_files(before, after, &a.analysis)?;
+    let out = &a.output;
+    let f = File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let mut w = BufWriter::new(f);
+    write_html_comparison(&mut w, &c)
+        .and_then(|()| w.flush())
+        .with_context(|| format!("{}: writing the report", out.display()))?;
+    eprintln!(
+        "tcpdx: wrote {} (comparison: {} services, {} finding kinds)",
+        out.display(),
+        c.services.len(),
+        c.kinds.len()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -7,10 +7,12 @@
 //! The page inlines uPlot (installed with npm, see assets/update.sh) and opens offline.
 
 pub mod bins;
+pub mod compare;
 pub mod page;
 pub mod select;
 pub mod series;
 
+pub use compare::write_html_comparison;
 pub use page::{Page, Section, write_html_report};
 pub use select::{Chosen, TopBytes, choose};
 pub use series::{ConnGraphs, GraphRecorder, SeriesConfig};

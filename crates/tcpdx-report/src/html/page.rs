@@ -11,14 +11,14 @@ use super::series::ConnGraphs;
 use crate::fmt::{bps, bytes};
 
 /// uPlot, installed with npm and copied by assets/update.sh (MIT, see the page footer).
-const UPLOT_JS: &str = include_str!("../../assets/vendor/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../../assets/vendor/uPlot.min.css");
-const UPLOT_VERSION: &str = include_str!("../../assets/vendor/VERSION");
+pub(super) const UPLOT_JS: &str = include_str!("../../assets/vendor/uPlot.iife.min.js");
+pub(super) const UPLOT_CSS: &str = include_str!("../../assets/vendor/uPlot.min.css");
+pub(super) const UPLOT_VERSION: &str = include_str!("../../assets/vendor/VERSION");
 /// The page's own script: builds the charts from the JSON block, sets the render marker.
-const REPORT_JS: &str = include_str!("../../assets/report.js");
-const REPORT_CSS: &str = include_str!("../../assets/report.css");
+pub(super) const REPORT_JS: &str = include_str!("../../assets/report.js");
+pub(super) const REPORT_CSS: &str = include_str!("../../assets/report.css");
 /// Installed first, so that an error anywhere later is recorded on the page.
-const ERROR_TRAP: &str = "window.tcpdxErrors=[];function tcpdxError(m){window.tcpdxErrors.push(String(m));document.documentElement.setAttribute('data-tcpdx-errors',window.tcpdxErrors.join(' | '));}window.addEventListener('error',function(e){tcpdxError(e.message||e);});window.addEventListener('unhandledrejection',function(e){tcpdxError(e.reason);});";
+pub(super) const ERROR_TRAP: &str = "window.tcpdxErrors=[];function tcpdxError(m){window.tcpdxErrors.push(String(m));document.documentElement.setAttribute('data-tcpdx-errors',window.tcpdxErrors.join(' | '));}window.addEventListener('error',function(e){tcpdxError(e.message||e);});window.addEventListener('unhandledrejection',function(e){tcpdxError(e.reason);});";
 
 /// Evidence frames listed per finding (the JSON of `diagnose --json` has them all).
 const EVIDENCE_SHOWN: usize = 20;
@@ -407,7 +407,7 @@ fn conn_html(o: &mut String, i: usize, s: &Section, d: &Diagnosis) -> usize {
 }
 
 /// HTML-escapes text (five characters; a crate for this would be the only one needed).
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

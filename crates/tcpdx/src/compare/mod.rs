@@ -16,6 +16,7 @@ use tcpdx_report::compare::{
     Change, Comparison, KindChange, OpChange, Percentiles, ServiceChange, SideFigures,
 };
 use tcpdx_storage::srt::nearest_rank;
+use tcpdx_storage::transaction::IoKind;
 use tcpdx_storage::{StorageSink, Transaction};
 
 use crate::{Capture, Diagnosis, Error, FindingKind, Options};
@@ -48,6 +49,8 @@ pub struct Reply {
     pub op: &'static str,
     /// Service response time, nanoseconds.
     pub srt_ns: i64,
+    /// Bytes the request read or wrote (0 for other operations).
+    pub bytes: u64,
 }
 
 /// Collects [`Reply`] rows.
@@ -62,6 +65,10 @@ impl StorageSink for Replies {
                 protocol: t.proto.name(),
                 op: t.sub_op.unwrap_or(t.op),
                 srt_ns,
+                bytes: t
+                    .io
+                    .filter(|io| io.kind != IoKind::Commit)
+                    .map_or(0, |io| io.len),
             });
         }
     }
@@ -228,18 +235,21 @@ fn kind_rows(
 }
 
 /// Response times per (protocol, operation) of the replies on `streams` (`None`: all).
-fn op_times(
-    replies: &[Reply],
-    streams: Option<&BTreeSet<u32>>,
-) -> BTreeMap<(&'static str, &'static str), Vec<i64>> {
-    let mut m: BTreeMap<_, Vec<i64>> = BTreeMap::new();
+type OpTimes = BTreeMap<(&'static str, &'static str), (Vec<i64>, u64)>;
+
+/// Response times (sorted) and bytes moved per (protocol, operation) of the replies on
+/// `streams` (`None`: all).
+fn op_times(replies: &[Reply], streams: Option<&BTreeSet<u32>>) -> OpTimes {
+    let mut m = OpTimes::new();
     for r in replies {
         if streams.is_none_or(|s| s.contains(&r.stream)) {
-            m.entry((r.protocol, r.op)).or_default().push(r.srt_ns);
+            let e = m.entry((r.protocol, r.op)).or_default();
+            e.0.push(r.srt_ns);
+            e.1 += r.bytes;
         }
     }
     for v in m.values_mut() {
-        v.sort_unstable();
+        v.0.sort_unstable();
     }
     m
 }
@@ -253,24 +263,24 @@ fn percentiles(v: &[i64]) -> Option<Percentiles> {
     })
 }
 
-fn op_rows(
-    b: &BTreeMap<(&'static str, &'static str), Vec<i64>>,
-    a: &BTreeMap<(&'static str, &'static str), Vec<i64>>,
-) -> Vec<OpChange> {
+fn op_rows(b: &OpTimes, a: &OpTimes) -> Vec<OpChange> {
     let keys: BTreeSet<_> = b.keys().chain(a.keys()).copied().collect();
     keys.into_iter()
         .map(|k| {
-            let bv = b.get(&k).map_or(&[][..], Vec::as_slice);
-            let av = a.get(&k).map_or(&[][..], Vec::as_slice);
+            let (bv, bb) = b.get(&k).map_or((&[][..], 0), |x| (x.0.as_slice(), x.1));
+            let (av, ab) = a.get(&k).map_or((&[][..], 0), |x| (x.0.as_slice(), x.1));
             let (bp, ap) = (percentiles(bv), percentiles(av));
+            let (nb, na) = (bv.len() as u64, av.len() as u64);
             OpChange {
                 protocol: k.0.into(),
                 op: k.1.into(),
-                count_before: bv.len() as u64,
-                count_after: av.len() as u64,
+                count_before: nb,
+                count_after: na,
+                bytes_before: bb,
+                bytes_after: ab,
                 before_s: bp,
                 after_s: ap,
-                change: rules::srt_change(bp.map(|p| p.p95), ap.map(|p| p.p95)),
+                change: rules::srt_change(bp.map(|p| (p.p95, nb)), ap.map(|p| (p.p95, na))),
             }
         })
         .collect()
@@ -359,7 +369,7 @@ pub fn compare_measured(before: &Measured, after: &Measured) -> Comparison {
         let fa = ga.zip(ca.as_ref()).map(|(g, c)| figures(g, c));
         let empty = BTreeMap::new();
         let kinds = kind_rows(cb.as_ref().unwrap_or(&empty), ca.as_ref().unwrap_or(&empty));
-        let no_ops = BTreeMap::new();
+        let no_ops = OpTimes::new();
         let ob = gb.map(|g| op_times(&before.replies, Some(&g.streams)));
         let oa = ga.map(|g| op_times(&after.replies, Some(&g.streams)));
         let srt = op_rows(

@@ -60,10 +60,16 @@ pub fn goodput_change(before_bps: f64, after_bps: f64) -> Change {
     }
 }
 
-/// How a response-time percentile (s) moved; [`Change::OneSide`] when a side has none.
-pub fn srt_change(before_s: Option<f64>, after_s: Option<f64>) -> Change {
-    match (before_s, after_s) {
-        (Some(b), Some(a)) => lower_is_better(b, a, SRT_REL, SRT_FLOOR_S),
+/// Replies an operation needs on each side for its percentiles to be judged (tcpdx
+/// choice: the p95 of fewer is one of its few samples, as noisy as any one reply).
+pub const SRT_MIN_REPLIES: u64 = 5;
+
+/// How a response-time percentile (s, of that many replies) moved; [`Change::OneSide`]
+/// when a side has none, [`Change::Few`] with fewer than [`SRT_MIN_REPLIES`] on a side.
+pub fn srt_change(before: Option<(f64, u64)>, after: Option<(f64, u64)>) -> Change {
+    match (before, after) {
+        (Some((_, nb)), Some((_, na))) if nb.min(na) < SRT_MIN_REPLIES => Change::Few,
+        (Some((b, _)), Some((a, _))) => lower_is_better(b, a, SRT_REL, SRT_FLOOR_S),
         _ => Change::OneSide,
     }
 }
@@ -109,7 +115,7 @@ pub fn kind_phrase(k: &KindChange) -> Option<String> {
             s3(k.before_s),
             s3(k.after_s)
         )),
-        Change::Unchanged | Change::OneSide => None,
+        Change::Unchanged | Change::OneSide | Change::Few => None,
     }
 }
 
@@ -167,6 +173,20 @@ pub fn verdict(
             _ => {}
         }
     }
+    // The operation moving the most data is named even when its replies are too few to
+    // judge: the figures, and that they say little.
+    let data_op = ops
+        .iter()
+        .filter(|o| o.change == Change::Few && o.bytes_before + o.bytes_after > 0)
+        .max_by_key(|o| o.bytes_before + o.bytes_after);
+    let few = data_op.and_then(|o| {
+        Some(format!(
+            "{} ({} and {} replies: too few to judge)",
+            op_phrase(o)?,
+            o.count_before,
+            o.count_after
+        ))
+    });
     if g == Change::Worse {
         worse.insert(0, gp.clone());
     }
@@ -178,6 +198,7 @@ pub fn verdict(
         line.push(gp);
     }
     line.extend(op_better);
+    line.extend(few);
     let mut text = line.join("; ");
     if !worse.is_empty() {
         text.push_str("; worse: ");
@@ -233,21 +254,50 @@ mod tests {
     }
 
     #[test]
+    fn response_times_of_too_few_replies_are_not_judged() {
+        let n = SRT_MIN_REPLIES;
+        assert_eq!(srt_change(Some((0.2, n)), Some((0.01, n))), Change::Better);
+        assert_eq!(srt_change(Some((0.2, n - 1)), Some((0.01, n))), Change::Few);
+        assert_eq!(srt_change(Some((0.2, n)), Some((0.01, n - 1))), Change::Few);
+        let mut o = op(0.0183, 0.0464);
+        (o.count_before, o.count_after) = (2, 2);
+        o.change = srt_change(Some((0.0183, 2)), Some((0.0464, 2)));
+        let (v, worse) = verdict(&[kind("network-loss", 0.43, 0.0)], (7.6e6, 12.6e6), &[o]);
+        assert!(
+            v.ends_with("; WRITE p95 18.3 ms -> 46.4 ms (2 and 2 replies: too few to judge)"),
+            "{v}"
+        );
+        assert!(worse.is_empty());
+    }
+
+    #[test]
     fn response_times_lower_is_better_beyond_both_floors() {
-        assert_eq!(srt_change(Some(0.234), Some(0.012)), Change::Better);
-        assert_eq!(srt_change(Some(0.012), Some(0.234)), Change::Worse);
         assert_eq!(
-            srt_change(Some(0.100), Some(0.100 * (1.0 + SRT_REL * 0.999))),
+            srt_change(Some((0.234, 9)), Some((0.012, 9))),
+            Change::Better
+        );
+        assert_eq!(
+            srt_change(Some((0.012, 9)), Some((0.234, 9))),
+            Change::Worse
+        );
+        assert_eq!(
+            srt_change(Some((0.100, 9)), Some((0.100 * (1.0 + SRT_REL * 0.999), 9))),
             Change::Unchanged
         );
         assert_eq!(
-            srt_change(Some(0.100), Some(0.100 * (1.0 + SRT_REL * 1.001))),
+            srt_change(Some((0.100, 9)), Some((0.100 * (1.0 + SRT_REL * 1.001), 9))),
             Change::Worse
         );
         // 0.2 ms -> 0.9 ms: +350%, but under the 1 ms floor.
-        assert_eq!(srt_change(Some(0.0002), Some(0.0009)), Change::Unchanged);
-        assert_eq!(srt_change(Some(0.0002), Some(0.0013)), Change::Worse);
-        assert_eq!(srt_change(None, Some(0.1)), Change::OneSide);
+        assert_eq!(
+            srt_change(Some((0.0002, 9)), Some((0.0009, 9))),
+            Change::Unchanged
+        );
+        assert_eq!(
+            srt_change(Some((0.0002, 9)), Some((0.0013, 9))),
+            Change::Worse
+        );
+        assert_eq!(srt_change(None, Some((0.1, 9))), Change::OneSide);
     }
 
     fn kind(k: &str, b: f64, a: f64) -> KindChange {
@@ -272,9 +322,11 @@ mod tests {
             op: "WRITE".into(),
             count_before: 10,
             count_after: 10,
+            bytes_before: 10 << 20,
+            bytes_after: 10 << 20,
             before_s: Some(p(b)),
             after_s: Some(p(a)),
-            change: srt_change(Some(b), Some(a)),
+            change: srt_change(Some((b, 10)), Some((a, 10))),
         }
     }
 
