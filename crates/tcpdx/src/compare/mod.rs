@@ -383,7 +383,9 @@ pub fn compare_measured(before: &Measured, after: &Measured) -> Comparison {
             ),
             _ => (Change::OneSide, None),
         };
-        let key = kb.as_ref().or(ka.as_ref()).expect("a pair has a side");
+        let Some(key) = kb.as_ref().or(ka.as_ref()) else {
+            continue;
+        };
         let weight = if fb.is_some() && fa.is_some() {
             fb.map_or(0, |f| f.bytes) + fa.map_or(0, |f| f.bytes)
         } else {
@@ -464,5 +466,69 @@ pub fn compare_measured(before: &Measured, after: &Measured) -> Comparison {
         kinds,
         srt,
         services,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(addr: &str, port: u16, protocol: &'static str) -> ServiceKey {
+        ServiceKey {
+            addr: addr.parse().unwrap(),
+            port,
+            protocol,
+        }
+    }
+
+    fn side(keys: &[ServiceKey]) -> BTreeMap<ServiceKey, Group> {
+        keys.iter().map(|k| (k.clone(), Group::default())).collect()
+    }
+
+    #[test]
+    fn services_pair_by_address_then_by_a_unique_port_and_protocol() {
+        let b = side(&[
+            key("10.0.0.2", 2049, "nfs"),
+            key("10.0.0.3", 445, "smb2"),
+            key("10.0.0.4", 80, "tcp"),
+            key("10.0.0.5", 80, "tcp"),
+            key("10.0.0.6", 22, "tcp"),
+        ]);
+        let a = side(&[
+            key("10.0.0.2", 2049, "nfs"),
+            key("10.9.0.3", 445, "smb2"),
+            key("10.9.0.4", 80, "tcp"),
+            key("10.9.0.6", 22, "ssh-not-tcp"),
+        ]);
+        let p = pair(&b, &a);
+        let find = |addr: &str, port| {
+            p.iter()
+                .find(|(x, y, _)| {
+                    x.as_ref()
+                        .or(y.as_ref())
+                        .is_some_and(|k| k.addr.to_string() == addr && k.port == port)
+                })
+                .map(|(_, y, how)| (y.as_ref().map(ServiceKey::server), *how))
+                .unwrap()
+        };
+        assert_eq!(
+            find("10.0.0.2", 2049),
+            (Some("10.0.0.2:2049".into()), "address")
+        );
+        assert_eq!(find("10.0.0.3", 445), (Some("10.9.0.3:445".into()), "port"));
+        // Two before-services on port 80: which one moved is unknown, neither is matched.
+        assert_eq!(find("10.0.0.4", 80), (None, "before_only"));
+        assert_eq!(find("10.0.0.5", 80), (None, "before_only"));
+        // Another protocol is another service.
+        assert_eq!(find("10.0.0.6", 22), (None, "before_only"));
+        assert_eq!(find("10.9.0.4", 80).1, "after_only");
+        assert_eq!(find("10.9.0.6", 22).1, "after_only");
+        assert_eq!(p.len(), 7);
+    }
+
+    #[test]
+    fn a_service_name_brackets_ipv6() {
+        assert_eq!(key("::1", 2049, "nfs").name(), "[::1]:2049 nfs");
+        assert_eq!(key("10.0.0.2", 80, "tcp").name(), "10.0.0.2:80 tcp");
     }
 }
