@@ -10,7 +10,6 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use tcpdx::Capture;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
 
@@ -19,7 +18,7 @@ use crate::warned;
 
 /// Runs `tcpdx report`.
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
-    if a.file.as_os_str() == "-" {
+    if a.files.iter().any(|f| f.as_os_str() == "-") {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let an = &a.analysis;
@@ -27,7 +26,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     // diagnoses them all.
     let mut all = an.options("reading");
     all.filter.streams.clear();
-    let mut c = Capture::open(&a.file);
+    let mut c = an.capture(&a.files);
     let mut top = TopBytes::new(a.top);
     let r = c.diagnose_with(&all, &mut top);
     let diagnosis = warned(&c, an.max_flows, r)?;
@@ -58,7 +57,8 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
-    let file = a.file.display().to_string();
+    let names: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+    let file = names.join(" ");
     let page = Page {
         file: &file,
         frames,
