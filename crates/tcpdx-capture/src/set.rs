@@ -558,3 +558,236 @@ fn locate_in(runs: &[Run], global: u64) -> Option<(usize, u64)> {
     let r = runs.get(i)?;
     Some((r.member, r.local + (global - r.global)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A pcap (microseconds, Ethernet) of frames `(seconds, tag)`: the tag is the payload.
+    fn pcap(frames: &[(u32, &str)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [0xa1b2_c3d4u32] {
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(2u16.to_le_bytes());
+        b.extend(4u16.to_le_bytes());
+        b.extend([0u8; 8]);
+        b.extend(65535u32.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        for (ts, tag) in frames {
+            let mut d = vec![0xff; 12];
+            d.extend([0x08, 0x00]);
+            d.extend(tag.as_bytes());
+            for v in [*ts, 0, d.len() as u32, d.len() as u32] {
+                b.extend(v.to_le_bytes());
+            }
+            b.extend(d);
+        }
+        b
+    }
+
+    /// A fresh directory for one test.
+    fn dir(test: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tcpdx-set-{}-{test}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn plain() -> Arc<OpenMember> {
+        Arc::new(|p: &Path| CaptureReader::open(p))
+    }
+
+    /// Every frame of the set: (set number, tag, source file index, number there), and the
+    /// most files open at once.
+    fn read_all(set: &mut CaptureSet) -> (Vec<(u64, String, usize, u64)>, usize) {
+        let mut out = Vec::new();
+        let mut most_open = 0;
+        while let Some(f) = set.next_frame_at().unwrap() {
+            most_open = most_open.max(set.open.len());
+            let tag = String::from_utf8(set.frame_of(&f).data[14..].to_vec()).unwrap();
+            let o = &set.open[set.current.unwrap()];
+            out.push((f.no.0, tag, o.member, set.counted[o.member]));
+        }
+        (out, most_open)
+    }
+
+    #[test]
+    fn overlapping_files_merge_as_mergecap_does() {
+        let d = dir("merge");
+        let a = write(
+            &d,
+            "a.pcap",
+            &pcap(&[(10, "a1"), (20, "a2"), (20, "a3"), (30, "a4")]),
+        );
+        let b = pcap(&[(5, "b1"), (20, "b2"), (25, "b3"), (15, "b4"), (40, "b5")]);
+        let b = write(&d, "b.pcap", &b);
+        // `mergecap -w ab a.pcap b.pcap` (4.0.17): on equal times the later file's frame
+        // first; each file's frames in their own order, even when its time goes back.
+        let mut set =
+            CaptureSet::open(vec![a.clone(), b.clone()], SetOrder::Merge, plain()).unwrap();
+        let (got, _) = read_all(&mut set);
+        let tags: Vec<&str> = got.iter().map(|g| g.1.as_str()).collect();
+        assert_eq!(tags, ["b1", "a1", "b2", "a2", "a3", "b3", "b4", "a4", "b5"]);
+        assert_eq!(
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            (1..=9).collect::<Vec<_>>()
+        );
+        // Files swapped: `mergecap -w ba b.pcap a.pcap`.
+        let mut set = CaptureSet::open(vec![b, a], SetOrder::Merge, plain()).unwrap();
+        let tags: Vec<String> = read_all(&mut set).0.into_iter().map(|g| g.1).collect();
+        assert_eq!(tags, ["b1", "a1", "a2", "a3", "b2", "b3", "b4", "a4", "b5"]);
+        // Each frame's source, from the runs and by reading again.
+        let map = set.map();
+        let frames: Vec<u64> = (1..=9).collect();
+        let want: Vec<Option<(usize, u64)>> = [
+            (0, 1),
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (0, 2),
+            (0, 3),
+            (0, 4),
+            (1, 4),
+            (0, 5),
+        ]
+        .into_iter()
+        .map(Some)
+        .collect();
+        assert_eq!(map.locate(&frames).unwrap(), want);
+        let reread = SetMap { runs: None, ..map };
+        assert_eq!(reread.locate(&frames).unwrap(), want);
+        assert_eq!(reread.locate(&[7, 2]).unwrap(), [want[6], want[1]]);
+    }
+
+    #[test]
+    fn concatenation_keeps_the_order_given() {
+        let d = dir("concat");
+        let a = write(&d, "a.pcap", &pcap(&[(10, "a1"), (30, "a2")]));
+        let b = write(&d, "b.pcap", &pcap(&[(5, "b1"), (20, "b2")]));
+        let mut set = CaptureSet::open(vec![a, b], SetOrder::Concat, plain()).unwrap();
+        let (got, most_open) = read_all(&mut set);
+        let tags: Vec<&str> = got.iter().map(|g| g.1.as_str()).collect();
+        assert_eq!(tags, ["a1", "a2", "b1", "b2"]);
+        assert_eq!((got[2].2, got[2].3), (1, 1));
+        assert_eq!(most_open, 1);
+        assert_eq!(
+            set.map().locate(&[3, 4]).unwrap(),
+            [Some((1, 1)), Some((1, 2))]
+        );
+    }
+
+    #[test]
+    fn consecutive_files_are_read_one_at_a_time_in_time_order() {
+        let d = dir("ring");
+        // Given out of order: the merge opens them by their first frame's time.
+        let mut paths = Vec::new();
+        for i in (0..6u32).rev() {
+            let frames = [(i * 10, "x"), (i * 10 + 5, "y"), (i * 10 + 9, "z")];
+            paths.push(write(&d, &format!("r{i}.pcap"), &pcap(&frames)));
+        }
+        let mut set = CaptureSet::open(paths, SetOrder::Merge, plain()).unwrap();
+        let (got, most_open) = read_all(&mut set);
+        assert_eq!(got.len(), 18);
+        assert_eq!(most_open, 1, "a ring buffer needs one file open at a time");
+        // r0 is the last path given.
+        assert_eq!((got[0].2, got[0].3, got[17].2, got[17].3), (5, 1, 0, 3));
+        assert_eq!(set.map().runs.as_ref().map(Vec::len), Some(6));
+    }
+
+    #[test]
+    fn members_compressed_truncated_and_bad() {
+        let d = dir("members");
+        let a = write(&d, "a.pcap", &pcap(&[(1, "a1"), (3, "a2")]));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&pcap(&[(2, "g1"), (4, "g2")])).unwrap();
+        let g = write(&d, "g.pcap.gz", &gz.finish().unwrap());
+        let mut cut = pcap(&[(5, "c1"), (6, "c2")]);
+        cut.truncate(cut.len() - 3);
+        let c = write(&d, "c.pcap", &cut);
+        let mut set =
+            CaptureSet::open(vec![a.clone(), g, c.clone()], SetOrder::Merge, plain()).unwrap();
+        let tags: Vec<String> = read_all(&mut set).0.into_iter().map(|g| g.1).collect();
+        assert_eq!(tags, ["a1", "g1", "a2", "g2", "c1"]);
+        let w = set.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].path, c.display().to_string());
+        assert!(w[0].message.contains("cut off"), "{}", w[0].message);
+
+        // Not a capture: the error names the member, before any frame.
+        let bad = write(&d, "bad.pcap", b"hello world, no capture");
+        let e =
+            CaptureSet::open(vec![a.clone(), bad.clone()], SetOrder::Merge, plain()).unwrap_err();
+        assert_eq!(e.path, bad.display().to_string());
+        assert!(
+            e.to_string().contains("not a pcap or pcapng capture"),
+            "{e}"
+        );
+        // A bad record further in: the error names the member and the byte.
+        let mut absurd = pcap(&[(2, "b1"), (7, "b2")]);
+        let second = 24 + 16 + 16;
+        absurd[second + 8..second + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let bad = write(&d, "absurd.pcap", &absurd);
+        let mut set = CaptureSet::open(vec![a, bad.clone()], SetOrder::Merge, plain()).unwrap();
+        let mut n = 0;
+        let e = loop {
+            match set.next_frame_at() {
+                Ok(Some(_)) => n += 1,
+                Ok(None) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(n, 2, "a1 and b1 read before the bad record");
+        assert_eq!(
+            (e.path.as_str(), e.offset),
+            (bad.display().to_string().as_str(), second as u64)
+        );
+        assert!(matches!(set.next_frame_at(), Ok(None)));
+    }
+
+    #[test]
+    fn a_directory_is_its_capture_files_by_name() {
+        let d = dir("listing");
+        for name in ["t10", "t9", "t1"] {
+            write(&d, name, &pcap(&[(1, name)]));
+        }
+        write(&d, ".hidden", &pcap(&[(1, "h")]));
+        write(&d, "notes.txt", b"not a capture");
+        fs::create_dir_all(d.join("sub")).unwrap();
+        let (files, skipped) = members(std::slice::from_ref(&d)).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["t1", "t9", "t10"]);
+        let mut why: Vec<&str> = skipped.iter().map(|w| w.message.as_str()).collect();
+        why.sort_unstable();
+        assert_eq!(why.len(), 3);
+        assert!(
+            why[0].contains("a directory")
+                && why[1].contains("hidden")
+                && why[2].contains("not a capture"),
+            "{why:?}"
+        );
+
+        let empty = dir("empty");
+        let e = members(std::slice::from_ref(&empty)).unwrap_err();
+        assert!(e.to_string().contains("no capture file"), "{e}");
+        let e = members(&[d.join("t1"), PathBuf::from("-")]).unwrap_err();
+        assert!(e.to_string().contains("standard input"), "{e}");
+    }
+
+    #[test]
+    fn names_sort_with_their_numbers() {
+        let mut v = ["f10", "f9", "f", "f01", "f1", "g", "f2_b", "f2_a"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["f", "f1", "f01", "f2_a", "f2_b", "f9", "f10", "g"]);
+    }
+}
