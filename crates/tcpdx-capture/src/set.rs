@@ -567,9 +567,7 @@ mod tests {
     /// A pcap (microseconds, Ethernet) of frames `(seconds, tag)`: the tag is the payload.
     fn pcap(frames: &[(u32, &str)]) -> Vec<u8> {
         let mut b = Vec::new();
-        for v in [0xa1b2_c3d4u32] {
-            b.extend(v.to_le_bytes());
-        }
+        b.extend(0xa1b2_c3d4u32.to_le_bytes());
         b.extend(2u16.to_le_bytes());
         b.extend(4u16.to_le_bytes());
         b.extend([0u8; 8]);
