@@ -289,6 +289,15 @@ impl CaptureSet {
                 self.close(k);
             }
         }
+        // The common case (a ring buffer): one file open, its next frame before the next
+        // file's first.
+        if let [o] = self.open.as_slice()
+            && let Some(head) = o.head
+            && self.before_waiting(head.ts, o.member)
+        {
+            self.current = Some(0);
+            return Ok(Some(self.number(o.member, head)));
+        }
         loop {
             self.open_waiting()?;
             let best = self
@@ -311,6 +320,16 @@ impl CaptureSet {
             };
             self.current = Some(k);
             return Ok(Some(self.number(member, head)));
+        }
+    }
+
+    /// Whether a frame at `ts` of `member` comes before the first frame of every waiting
+    /// member (merge), or there is no need to look (concatenation: one file at a time).
+    #[inline]
+    fn before_waiting(&self, ts: Timestamp, member: usize) -> bool {
+        match (self.order, self.waiting.last()) {
+            (SetOrder::Concat, _) | (_, None | Some((_, None))) => true,
+            (SetOrder::Merge, Some(&(m, Some(first)))) => key(ts, member) < key(first, m),
         }
     }
 

@@ -323,3 +323,32 @@ fn bad_truncated_and_skipped_members() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("annotate rewrites one capture file"), "{err}");
 }
+
+#[test]
+fn members_of_different_link_types() {
+    // The second half as raw IP (LINKTYPE_RAW, the Ethernet headers taken off): each
+    // frame is decoded by its own file's link type, as mergecap's pcapng keeps one
+    // interface per file.
+    let dir = scratch("links");
+    let all = frames(&common::data_dir(LAB));
+    let all = &all[..1000];
+    let first = write(&dir.join("eth.pcap"), &all[..500]);
+    let raw: Vec<OwnedFrame> = all[500..]
+        .iter()
+        .map(|f| {
+            assert_eq!(&f.data[12..14], &[0x08, 0x00], "IPv4 over Ethernet");
+            OwnedFrame {
+                link: tcpdx_wire::LinkType::RAW,
+                orig_len: f.orig_len - 14,
+                data: f.data[14..].to_vec(),
+                ..f.clone()
+            }
+        })
+        .collect();
+    let second = write(&dir.join("raw.pcap"), &raw);
+    let one = write(&dir.join("one.pcap"), all);
+    assert_eq!(
+        ok(&["events", s(&first), s(&second)]),
+        ok(&["events", s(&one)])
+    );
+}
