@@ -1,6 +1,7 @@
 //! tcpdx: why is this TCP transfer slow? The library behind the `tcpdx` command.
 //!
-//! Open a [`Capture`] (a pcap or pcapng file, optionally gzip- or zstd-compressed, or any
+//! Open a [`Capture`] (a pcap or pcapng file, optionally gzip- or zstd-compressed, several
+//! files or a directory of them read as one capture with [`Capture::open_set`], or any
 //! reader), choose [`Options`] (their defaults are the command's), and ask: [`Capture::diagnose`]
 //! (findings with their cost and evidence frames, TCP and storage protocols, and the time
 //! budget), [`Capture::flows`], [`Capture::srt`], [`Capture::events`] (every analysed
