@@ -15,6 +15,9 @@
 //!   [`CaptureWarning`] naming the offset (see `warnings()`).
 //! - Memory is bounded: one record at a time, whatever the file size (a mapped file's pages
 //!   are let go once read).
+//! - `CaptureSet::open(paths, order, open_member)`: several files as one capture (a ring
+//!   buffer, or files overlapping in time merged by timestamp), numbered as in the file
+//!   `mergecap` writes of them; [`Frames`] is what both hand out.
 //! - `next_frame_at()` + `share_buffer()`: the same frames as positions in a buffer that
 //!   other threads may hold and read (the multi-core driver's workers read payloads there).
 //!
@@ -33,6 +36,7 @@
 //! Layout: `input` (raw bytes, counting, gzip/zstd), `sniff` (magic numbers, formats),
 //! `window` (the bounded buffer frames borrow from), `mapped` (a file mapped into memory, the
 //! crate's only unsafe code), `pcap` and `pcapng` (record layouts),
+//! `set` (several files read as one capture, merged or concatenated as mergecap does),
 //! `error` (errors and warnings), `raw` (records and blocks as stored, for rewriting) and
 //! `write` (pcapng output with packet comments, for `tcpdx annotate`).
 // Unsafe code only in `mapped` (mapping a file), which allows it.
@@ -57,6 +61,7 @@ mod mapped;
 mod pcap;
 mod pcapng;
 mod raw;
+mod set;
 mod sniff;
 mod window;
 mod write;
@@ -71,6 +76,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use error::{BlockLengthProblem, CaptureError, CaptureErrorKind, CaptureWarning};
 pub use mapped::{Map, exit_on_sigbus};
 pub use raw::{BlockKind, PcapHeader, RawBlock, RawItem, RawReader, RawRecord};
+pub use set::{CaptureSet, MAX_RUNS, OpenMember, SetMap, SetOrder, members};
 pub use sniff::{CaptureFormat, Compression, Container};
 pub use tcpdx_wire::{Frame, FrameNo, LinkType, Timestamp};
 pub use window::Buffer;
@@ -442,6 +448,94 @@ impl CaptureReader {
     /// The name used in errors and warnings (the path, or `<stdin>`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Records numbered so far, packets or not (the last one's `frame.number`).
+    pub fn records(&self) -> u64 {
+        self.frames
+    }
+}
+
+/// What a pass reads frames from: one capture file ([`CaptureReader`]) or several read as
+/// one ([`CaptureSet`]). Generic callers pay nothing for the set when reading one file.
+pub trait Frames: Send {
+    /// See [`CaptureReader::next_frame_at`].
+    fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError>;
+    /// See [`CaptureReader::frame_of`].
+    fn frame_of(&self, f: &FrameAt) -> Frame<'_>;
+    /// See [`CaptureReader::share_buffer`].
+    fn share_buffer(&mut self) -> Arc<Buffer>;
+    /// See [`CaptureReader::warnings`].
+    fn warnings(&self) -> &[CaptureWarning];
+    /// See [`CaptureReader::input_bytes_read`].
+    fn input_bytes_read(&self) -> u64;
+    /// See [`CaptureReader::input_len`].
+    fn input_len(&self) -> Option<u64>;
+    /// See [`CaptureReader::is_mapped`].
+    fn is_mapped(&self) -> bool;
+    /// See [`CaptureReader::next_frame`].
+    #[inline(always)]
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        match self.next_frame_at()? {
+            Some(f) => Ok(Some(self.frame_of(&f))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Frames for CaptureReader {
+    #[inline(always)]
+    fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError> {
+        CaptureReader::next_frame_at(self)
+    }
+    #[inline(always)]
+    fn frame_of(&self, f: &FrameAt) -> Frame<'_> {
+        CaptureReader::frame_of(self, f)
+    }
+    fn share_buffer(&mut self) -> Arc<Buffer> {
+        CaptureReader::share_buffer(self)
+    }
+    fn warnings(&self) -> &[CaptureWarning] {
+        CaptureReader::warnings(self)
+    }
+    #[inline]
+    fn input_bytes_read(&self) -> u64 {
+        CaptureReader::input_bytes_read(self)
+    }
+    fn input_len(&self) -> Option<u64> {
+        CaptureReader::input_len(self)
+    }
+    fn is_mapped(&self) -> bool {
+        CaptureReader::is_mapped(self)
+    }
+    #[inline(always)]
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, CaptureError> {
+        CaptureReader::next_frame(self)
+    }
+}
+
+impl Frames for CaptureSet {
+    fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError> {
+        CaptureSet::next_frame_at(self)
+    }
+    #[inline]
+    fn frame_of(&self, f: &FrameAt) -> Frame<'_> {
+        CaptureSet::frame_of(self, f)
+    }
+    fn share_buffer(&mut self) -> Arc<Buffer> {
+        CaptureSet::share_buffer(self)
+    }
+    fn warnings(&self) -> &[CaptureWarning] {
+        CaptureSet::warnings(self)
+    }
+    fn input_bytes_read(&self) -> u64 {
+        CaptureSet::input_bytes_read(self)
+    }
+    fn input_len(&self) -> Option<u64> {
+        CaptureSet::input_len(self)
+    }
+    fn is_mapped(&self) -> bool {
+        CaptureSet::is_mapped(self)
     }
 }
 

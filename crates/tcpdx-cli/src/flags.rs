@@ -97,6 +97,14 @@ pub struct Analysis {
     /// Defaults: 2049 nfs, 445 and 139 smb2, 3260 iscsi.
     #[arg(long = "decode-as", value_name = "PORT=PROTO")]
     pub decode_as: Vec<tcpdx::DecodeAs>,
+    /// Several files: read them one after the other in the order given, as `mergecap -a`
+    /// concatenates them, whatever their timestamps.
+    #[arg(long, conflicts_with = "merge")]
+    pub concat: bool,
+    /// Several files: merge them frame by frame by timestamp, as `mergecap -w` does (the
+    /// default; consecutive files, a ring buffer, then read one after the other).
+    #[arg(long)]
+    pub merge: bool,
 }
 
 impl Analysis {
@@ -115,13 +123,28 @@ impl Analysis {
             progress: crate::progress::Bar::if_wanted(self.progress, self.no_progress, label),
         }
     }
+
+    /// How several files make one capture.
+    pub fn order(&self) -> tcpdx::SetOrder {
+        if self.concat {
+            tcpdx::SetOrder::Concat
+        } else {
+            tcpdx::SetOrder::Merge
+        }
+    }
+
+    /// The capture of `files` (one file, several, or directories of them) read as one.
+    pub fn capture(&self, files: &[PathBuf]) -> tcpdx::Capture {
+        tcpdx::Capture::open_set(files, self.order())
+    }
 }
 
 /// `tcpdx diagnose` options.
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
-    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
-    #[arg(required = true)]
+    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
+    /// them, read as one capture (see --merge, --concat); - reads stdin.
+    #[arg(required = true, value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
@@ -154,11 +177,20 @@ pub enum FailOn {
 /// The capture and the analysis flags, for the commands of one capture.
 #[derive(Debug, Args)]
 pub struct Input {
-    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
-    pub file: PathBuf,
+    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
+    /// them, read as one capture (see --merge, --concat); - reads stdin.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub files: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
+}
+
+impl Input {
+    /// The capture of the files, read as one.
+    pub fn capture(&self) -> tcpdx::Capture {
+        self.analysis.capture(&self.files)
+    }
 }
 
 /// `tcpdx events` options.
@@ -219,11 +251,11 @@ pub struct SrtArgs {
 /// `tcpdx report` options.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed). It is read twice
-    /// (diagnosis, then the graphed connections), so standard input is not accepted.
-    /// Not with `--compare`.
-    #[arg(required_unless_present = "compare", conflicts_with = "compare")]
-    pub file: Option<PathBuf>,
+    /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
+    /// them, read as one capture. They are read twice (diagnosis, then the graphed
+    /// connections), so standard input is not accepted. Not with `--compare`.
+    #[arg(required_unless_present = "compare", conflicts_with = "compare", value_name = "FILE|DIR")]
+    pub files: Vec<PathBuf>,
     /// A before/after comparison instead of one capture's report: the verdict, every
     /// finding kind's cost before and after, goodput and storage response times per
     /// service (as `tcpdx compare BEFORE AFTER`).

@@ -166,6 +166,22 @@ pub struct Evidence {
     /// of the finding as a whole. Not serialised (the JSON contract is unchanged).
     #[serde(skip)]
     pub episode: Option<u32>,
+    /// A capture of several files: the file holding the frame and its number there
+    /// (serialised as `source_file` and `source_frame`; absent for one file). Boxed: one
+    /// word while absent.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<Source>>,
+}
+
+/// Where an evidence frame of a capture of several files lies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// The file, as named to the reader.
+    #[serde(rename = "source_file")]
+    pub file: String,
+    /// The frame's number in that file (Wireshark's `frame.number` opening it alone).
+    #[serde(rename = "source_frame")]
+    pub frame: u64,
 }
 
 /// One episode of a finding, in seconds since the first frame of the capture.
@@ -260,6 +276,7 @@ impl Finding {
                 frame,
                 role: role.into(),
                 episode: None,
+                source: None,
             });
         }
     }

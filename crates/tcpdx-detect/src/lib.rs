@@ -29,7 +29,7 @@ use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 
 pub use budget::{ConnBudget, State, TimeBudget};
 pub use facts::CaptureFacts;
-pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity};
+pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity, Source};
 pub use infer::{CapturePoint, ConnTracker};
 pub use listing::Listing;
 pub use spill::{ChunkStore, MemStore, Spill, SpillPolicy};

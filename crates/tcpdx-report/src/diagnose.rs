@@ -298,7 +298,11 @@ fn write_finding(w: &mut dyn Write, i: usize, f: &Finding) -> io::Result<()> {
             .evidence
             .iter()
             .take(TERMINAL_EVIDENCE)
-            .map(|e| format!("#{} {}", e.frame, e.role))
+            .map(|e| match &e.source {
+                // A capture of several files: where the frame lies.
+                Some(src) => format!("#{} ({} #{}) {}", e.frame, src.file, src.frame, e.role),
+                None => format!("#{} {}", e.frame, e.role),
+            })
             .collect();
         let more = f.evidence.len().saturating_sub(TERMINAL_EVIDENCE);
         let tail = if more > 0 {

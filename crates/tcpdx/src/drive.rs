@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use tcpdx_capture::{CaptureReader, CaptureWarning};
+use tcpdx_capture::{CaptureReader, CaptureSet, CaptureWarning, Frames, SetMap, SetOrder};
 use tcpdx_core::{Analyzer, EventSink, InputStats, Warning};
 use tcpdx_storage::StorageSink;
 
@@ -26,6 +26,8 @@ pub struct Summary {
     /// The analyzer's warnings (per-connection caps reached), the first
     /// [`MAX_WARNINGS`](crate::MAX_WARNINGS).
     pub warnings: Vec<Warning>,
+    /// A capture of several files: which file each frame came from.
+    pub set: Option<SetMap>,
 }
 
 /// A pass's result: the summary, and what the workers' parts leave (several threads).
@@ -53,8 +55,16 @@ impl From<Error> for Failed {
 /// Where the capture comes from.
 pub(crate) enum Source {
     Path(std::path::PathBuf),
+    /// Several files (or directories of them) read as one capture.
+    Set(Vec<std::path::PathBuf>, SetOrder),
     /// A stream, read once.
     Reader(Option<Box<dyn Read + Send>>),
+}
+
+/// The frames of a pass: one file, or a set of them.
+pub(crate) enum Reader {
+    One(CaptureReader),
+    Set(CaptureSet),
 }
 
 impl Source {
@@ -62,21 +72,43 @@ impl Source {
     pub(crate) fn path(&self) -> Option<&Path> {
         match self {
             Source::Path(p) => Some(p),
+            Source::Set(p, _) => p.first().map(|p| p.as_path()),
             Source::Reader(_) => None,
         }
     }
 
     /// Opens the capture for a pass on `threads` threads (bad input is an error naming the
     /// byte).
-    pub(crate) fn open(&mut self, threads: usize) -> Result<CaptureReader, Error> {
+    pub(crate) fn open(&mut self, threads: usize) -> Result<Reader, Error> {
         match self {
-            Source::Path(p) => Ok(open_path(p, threads)?),
+            Source::Path(p) if !p.is_dir() => Ok(Reader::One(open_path(p, threads)?)),
+            Source::Path(p) => open_set(std::slice::from_ref(p), SetOrder::default(), threads),
+            Source::Set(paths, order) => open_set(paths, *order, threads),
             Source::Reader(r) => {
                 let r = r.take().ok_or(Error::ReadTwice)?;
-                Ok(CaptureReader::from_reader("-", r)?)
+                Ok(Reader::One(CaptureReader::from_reader("-", r)?))
             }
         }
     }
+}
+
+/// Opens the files of `paths` (directories stand for their capture files): one file is
+/// read as such, several as one capture in `order`, each opened as [`open_path`] opens.
+fn open_set(
+    paths: &[std::path::PathBuf],
+    order: SetOrder,
+    threads: usize,
+) -> Result<Reader, Error> {
+    let (files, skipped) = tcpdx_capture::members(paths)?;
+    if let [one] = files.as_slice()
+        && skipped.is_empty()
+    {
+        return Ok(Reader::One(open_path(one, threads)?));
+    }
+    let open: Arc<tcpdx_capture::OpenMember> = Arc::new(move |p: &Path| open_path(p, threads));
+    let mut set = CaptureSet::open(files, order, open)?;
+    set.add_warnings(skipped);
+    Ok(Reader::Set(set))
 }
 
 /// Opens the capture at `path`. A regular uncompressed file is read mapped into memory (no
@@ -135,7 +167,7 @@ fn small_records(path: &Path) -> bool {
 }
 
 /// The progress callback, told that a pass over `reader` starts.
-fn progress(o: &Options, reader: &CaptureReader) -> Option<Arc<dyn Progress>> {
+fn progress(o: &Options, reader: &impl Frames) -> Option<Arc<dyn Progress>> {
     let p = o.progress.clone()?;
     p.start(reader.input_len());
     Some(p)
@@ -145,10 +177,24 @@ fn progress(o: &Options, reader: &CaptureReader) -> Option<Arc<dyn Progress>> {
 /// pushes into `sink` (filtered). `stop` is polled so a failed output (closed pipe) ends
 /// the pass early.
 pub(crate) fn single<S: EventSink>(
-    mut reader: CaptureReader,
+    reader: Reader,
     o: &Options,
     sink: &mut S,
     stop: impl Fn(&S) -> bool,
+) -> Result<Outcome, Failed> {
+    match reader {
+        Reader::One(r) => single_on(r, o, sink, stop, |_| None),
+        Reader::Set(s) => single_on(s, o, sink, stop, |s| Some(s.map())),
+    }
+}
+
+/// [`single`] on one kind of reader; `map` tells its set's map at the end.
+fn single_on<R: Frames, S: EventSink>(
+    mut reader: R,
+    o: &Options,
+    sink: &mut S,
+    stop: impl Fn(&S) -> bool,
+    map: impl Fn(&R) -> Option<SetMap>,
 ) -> Result<Outcome, Failed> {
     let progress = progress(o, &reader);
     let mut analyzer = Analyzer::new(o.analyzer_config());
@@ -178,6 +224,7 @@ pub(crate) fn single<S: EventSink>(
             stats: analyzer.stats().clone(),
             capture_warnings: reader.warnings().to_vec(),
             warnings: filter.warnings,
+            set: map(&reader),
         },
         parts: Parts::default(),
     })
@@ -188,7 +235,27 @@ pub(crate) fn single<S: EventSink>(
 /// events; `row` the CSV rows of [`parallel::part::CsvRows`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
-    reader: CaptureReader,
+    reader: Reader,
+    o: &Options,
+    threads: usize,
+    new_part: impl Fn() -> P,
+    sink: &mut S,
+    storage: &mut T,
+    stop: impl Fn(&S, &T) -> bool,
+    row: impl FnMut(&mut S, u64, u32, &[u8]),
+) -> Result<Outcome, Failed> {
+    match reader {
+        Reader::One(r) => parallel_on(r, o, threads, new_part, sink, storage, stop, row, |_| None),
+        Reader::Set(r) => parallel_on(r, o, threads, new_part, sink, storage, stop, row, |s| {
+            Some(s.map())
+        }),
+    }
+}
+
+/// [`parallel`] on one kind of reader; `map` tells its set's map at the end.
+#[allow(clippy::too_many_arguments)]
+fn parallel_on<R: Frames, P: Part, S: EventSink, T: StorageSink>(
+    reader: R,
     o: &Options,
     threads: usize,
     new_part: impl Fn() -> P,
@@ -196,6 +263,7 @@ pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
     storage: &mut T,
     stop: impl Fn(&S, &T) -> bool,
     mut row: impl FnMut(&mut S, u64, u32, &[u8]),
+    map: impl Fn(&R) -> Option<SetMap>,
 ) -> Result<Outcome, Failed> {
     let progress = progress(o, &reader);
     let mut filter = Filtered::new(sink, &o.filter);
@@ -216,11 +284,13 @@ pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
         |f, frame, stream, tail| row(f.inner, frame, stream, tail),
     )?;
     let capture_warnings = par.reader.reader.warnings().to_vec();
+    let set = map(&par.reader.reader);
     if let Some(error) = par.reader.error {
         return Err(Failed {
             error: Error::Capture(error),
             summary: Some(Box::new(Summary {
                 capture_warnings,
+                set,
                 ..Summary::default()
             })),
         });
@@ -231,6 +301,7 @@ pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
             stats: par.stats,
             capture_warnings,
             warnings: filter.warnings,
+            set,
         },
         parts: par.parts,
     })

@@ -1,6 +1,7 @@
 //! tcpdx: why is this TCP transfer slow? The library behind the `tcpdx` command.
 //!
-//! Open a [`Capture`] (a pcap or pcapng file, optionally gzip- or zstd-compressed, or any
+//! Open a [`Capture`] (a pcap or pcapng file, optionally gzip- or zstd-compressed, several
+//! files or a directory of them read as one capture with [`Capture::open_set`], or any
 //! reader), choose [`Options`] (their defaults are the command's), and ask: [`Capture::diagnose`]
 //! (findings with their cost and evidence frames, TCP and storage protocols, and the time
 //! budget), [`Capture::flows`], [`Capture::srt`], [`Capture::events`] (every analysed
@@ -67,7 +68,7 @@ pub use error::Error;
 pub use options::{
     Filter, MAX_WARNINGS, Options, PROGRESS_EVERY_FRAMES, Progress, default_threads,
 };
-pub use tcpdx_capture::CaptureWarning;
+pub use tcpdx_capture::{CaptureWarning, SetMap, SetOrder};
 pub use tcpdx_core::{
     EventSink, FlowSummary, InputStats, SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
@@ -86,7 +87,7 @@ use parallel::part;
 pub struct Capture {
     source: Source,
     /// Opened by [`Capture::prepare`] for the next pass.
-    ready: Option<tcpdx_capture::CaptureReader>,
+    ready: Option<drive::Reader>,
     /// The last pass's summary.
     last: Option<Summary>,
 }
@@ -122,6 +123,28 @@ impl Capture {
         }
     }
 
+    /// Several capture files read as one capture (a ring buffer, or files overlapping in
+    /// time merged by timestamp: `order`), numbered as in the file `mergecap -w` (`-a` for
+    /// [`SetOrder::Concat`]) writes of them; a directory stands for its capture files in
+    /// the order of their names. One file is [`Capture::open`]. With several, each
+    /// finding's evidence names its file and frame number there
+    /// ([`tcpdx_detect::Evidence::source`]).
+    pub fn open_set(
+        paths: impl IntoIterator<Item = impl Into<PathBuf>>,
+        order: SetOrder,
+    ) -> Capture {
+        let mut paths: Vec<PathBuf> = paths.into_iter().map(Into::into).collect();
+        let source = match paths.len() {
+            1 if order == SetOrder::default() => Source::Path(paths.remove(0)),
+            _ => Source::Set(paths, order),
+        };
+        Capture {
+            source,
+            ready: None,
+            last: None,
+        }
+    }
+
     /// The capture read from `reader` (a pipe, a socket, memory): one pass only.
     pub fn from_reader(reader: impl Read + Send + 'static) -> Capture {
         Capture {
@@ -150,7 +173,7 @@ impl Capture {
     }
 
     /// The reader of a pass on `threads` threads.
-    fn reader(&mut self, threads: usize) -> Result<tcpdx_capture::CaptureReader, Error> {
+    fn reader(&mut self, threads: usize) -> Result<drive::Reader, Error> {
         match self.ready.take() {
             Some(r) => Ok(r),
             None => self.source.open(threads),
@@ -161,7 +184,7 @@ impl Capture {
     fn pass<T>(
         &mut self,
         threads: usize,
-        run: impl FnOnce(tcpdx_capture::CaptureReader) -> Result<(T, Outcome), Failed>,
+        run: impl FnOnce(drive::Reader) -> Result<(T, Outcome), Failed>,
     ) -> Result<(T, Parts), Error> {
         self.last = None;
         let reader = self.reader(threads)?;
@@ -225,13 +248,43 @@ impl Capture {
                 evidence.add_tcp_logs(logs);
             }
             spill::check(&parts.spills, spill_dir)?;
-            return Ok(assemble_listed(parts.listing, &evidence));
+            let mut d = assemble_listed(parts.listing, &evidence);
+            self.name_sources(&mut d)?;
+            return Ok(d);
         }
         let mut both = Both(CaptureDiagnoser::new(o.storage_config(), spill_dir), also);
         let ((), _) = self.pass(1, |reader| {
             Ok(((), drive::single(reader, o, &mut both, |_| false)?))
         })?;
-        Ok(both.0.finish(spill_dir)?.0)
+        let mut d = both.0.finish(spill_dir)?.0;
+        self.name_sources(&mut d)?;
+        Ok(d)
+    }
+
+    /// With a capture of several files: each evidence frame's file and number there.
+    fn name_sources(&self, d: &mut Diagnosis) -> Result<(), Error> {
+        let Some(map) = self.last.as_ref().and_then(|s| s.set.as_ref()) else {
+            return Ok(());
+        };
+        let frames: Vec<u64> = d
+            .findings
+            .iter()
+            .flat_map(|f| f.evidence.iter().map(|e| e.frame))
+            .collect();
+        let found = map.locate(&frames)?;
+        let names: Vec<String> = map
+            .paths()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let evidence = d.findings.iter_mut().flat_map(|f| f.evidence.iter_mut());
+        for (e, at) in evidence.zip(found) {
+            if let Some((file, frame)) = at {
+                let file = names.get(file).cloned().unwrap_or_default();
+                e.source = Some(Box::new(tcpdx_detect::Source { file, frame }));
+            }
+        }
+        Ok(())
     }
 
     /// One summary per connection (both directions), and the evicted ones summed.
@@ -416,7 +469,8 @@ impl Capture {
                 return Err(f.error);
             }
         }
-        let (d, fan) = sink.0.finish(spill_dir)?;
+        let (mut d, fan) = sink.0.finish(spill_dir)?;
+        self.name_sources(&mut d)?;
         Ok(fan.exporter.finish(&d)?)
     }
 }

@@ -193,3 +193,63 @@ fn export_writes_the_tables_and_bad_input_leaves_no_directory() {
     assert!(!none.exists());
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+#[test]
+fn a_set_of_files_is_one_capture() {
+    // A lab capture cut in three consecutive files, given as a list and as a directory.
+    use tcpdx_testkit::OwnedFrame;
+    let one = data("lab/case000_rto_delack/server.pcap.gz");
+    let mut r = tcpdx_capture::CaptureReader::open(&one).unwrap();
+    let mut all = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        all.push(OwnedFrame {
+            no: f.no,
+            ts: f.ts,
+            link: f.link,
+            orig_len: f.orig_len,
+            data: f.data.to_vec(),
+        });
+    }
+    let dir = std::env::temp_dir().join(format!("tcpdx-lib-set-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let per = all.len().div_ceil(3);
+    let parts: Vec<PathBuf> = all
+        .chunks(per)
+        .enumerate()
+        .map(|(i, c)| {
+            let p = dir.join(format!("part{i}.pcap"));
+            let mut f = std::fs::File::create(&p).unwrap();
+            tcpdx_testkit::pcap_writer::write_pcap(&mut f, c, true).unwrap();
+            p
+        })
+        .collect();
+    let want = Capture::open(&one).diagnose(&threads(1)).unwrap();
+    assert!(want.findings.iter().any(|f| !f.evidence.is_empty()));
+    for n in [1, 2] {
+        let mut set = Capture::open_set(&parts, tcpdx::SetOrder::Merge);
+        let mut got = set.diagnose(&threads(n)).unwrap();
+        let map = set.summary().and_then(|s| s.set.clone()).expect("a set");
+        assert_eq!(map.paths(), parts.as_slice());
+        for e in got.findings.iter_mut().flat_map(|f| f.evidence.iter_mut()) {
+            let src = e.source.take().expect("the evidence names its file");
+            let i = (e.frame - 1) / per as u64;
+            assert_eq!(src.file, parts[i as usize].display().to_string());
+            assert_eq!(src.frame, e.frame - i * per as u64);
+        }
+        assert_eq!(got, want, "{n} thread(s)");
+        // The directory: the same files.
+        let by_dir = Capture::open(&dir).diagnose(&threads(n)).unwrap();
+        assert_eq!(by_dir.findings.len(), want.findings.len());
+    }
+    // One file: no source.
+    let mut single = Capture::open_set([&one], tcpdx::SetOrder::Merge);
+    let d = single.diagnose(&threads(1)).unwrap();
+    assert!(single.summary().unwrap().set.is_none());
+    assert!(
+        d.findings
+            .iter()
+            .flat_map(|f| &f.evidence)
+            .all(|e| e.source.is_none())
+    );
+}

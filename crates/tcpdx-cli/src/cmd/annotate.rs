@@ -26,7 +26,13 @@ const USERAPPL: &str = concat!("tcpdx ", env!("CARGO_PKG_VERSION"), " annotate")
 
 /// Runs `tcpdx annotate`.
 pub fn run(a: &AnnotateArgs) -> Result<ExitCode> {
-    let input = &a.input.file;
+    let input = match a.input.files.as_slice() {
+        [one] if !one.is_dir() => one,
+        _ => bail!(
+            "annotate rewrites one capture file: merge the files first (mergecap -w, or \
+             mergecap -a for consecutive ones) and annotate the merged file"
+        ),
+    };
     if input.as_os_str() == "-" {
         bail!(
             "annotate reads the capture twice (diagnose, then rewrite), so it cannot read \
@@ -114,7 +120,12 @@ fn rewrite(
     out: &mut dyn Write,
 ) -> Result<Done> {
     let written = |r: io::Result<()>| r.with_context(|| format!("writing {}", a.output.display()));
-    let mut reader = RawReader::open(&a.input.file)?;
+    let mut reader = RawReader::open(
+        a.input
+            .files
+            .first()
+            .map_or(Path::new("-"), |f| f.as_path()),
+    )?;
     let an = &a.input.analysis;
     let progress = Bar::if_wanted(an.progress, an.no_progress, "writing");
     if let Some(p) = &progress {

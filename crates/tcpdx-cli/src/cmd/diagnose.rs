@@ -1,11 +1,12 @@
-//! `tcpdx diagnose FILE...` (and `tcpdx FILE`): findings and time budget.
+//! `tcpdx diagnose FILE|DIR...` (and `tcpdx FILE`): findings and time budget of the
+//! files read as one capture.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tcpdx::{Capture, Diagnosis, Severity};
+use tcpdx::{Diagnosis, Severity};
 use tcpdx_report::{fails, write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 
 use crate::flags::{Analysis, DiagnoseArgs, FailOn};
@@ -14,24 +15,19 @@ use crate::{out_err, warned};
 /// Diagnoses one capture (what `tcpdx diagnose` reports for it; `tcpdx annotate` marks the
 /// same evidence frames).
 pub fn diagnose_file(file: &Path, a: &Analysis) -> Result<Diagnosis> {
-    let mut c = Capture::open(file);
+    diagnose_files(std::slice::from_ref(&file.to_path_buf()), a)
+}
+
+/// Diagnoses the capture of `files`, read as one.
+fn diagnose_files(files: &[PathBuf], a: &Analysis) -> Result<Diagnosis> {
+    let mut c = a.capture(files);
     let r = c.diagnose(&a.options("reading"));
     warned(&c, a.max_flows, r)
 }
 
 /// Runs `tcpdx diagnose`.
 pub fn run(a: &DiagnoseArgs) -> Result<ExitCode> {
-    let mut all = Diagnosis::default();
-    let several = a.files.len() > 1;
-    for file in &a.files {
-        let mut d = diagnose_file(file, &a.analysis)?;
-        if several {
-            for f in &mut d.findings {
-                f.file = Some(file.display().to_string());
-            }
-        }
-        all.merge(d);
-    }
+    let all = diagnose_files(&a.files, &a.analysis)?;
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {
         out_err(write_diagnosis_json(&mut out, &all))?;

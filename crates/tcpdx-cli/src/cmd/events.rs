@@ -4,7 +4,6 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tcpdx::Capture;
 use tcpdx_report::{EventsCsv, EventsJsonl};
 
 use crate::flags::{EventsArgs, EventsFormat};
@@ -15,7 +14,7 @@ pub fn run(a: &EventsArgs) -> Result<ExitCode> {
     let an = &a.input.analysis;
     let mut o = an.options("reading");
     o.filter.flagged = a.flagged;
-    let mut c = Capture::open(&a.input.file);
+    let mut c = a.input.capture();
     // Open first: bad input must not leave a half-written header behind.
     c.prepare(&o)?;
     let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());

@@ -4,7 +4,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use tcpdx::Capture;
 
 use crate::flags::ExportArgs;
 use crate::warned;
@@ -16,8 +15,14 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         bail!("{}: exists and is not a directory", dir.display());
     }
     let an = &a.input.analysis;
-    let source = a.input.file.display().to_string();
-    let mut c = Capture::open(&a.input.file);
+    let names: Vec<String> = a
+        .input
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let source = names.join(" ");
+    let mut c = a.input.capture();
     let r = c.export(&an.options("reading"), dir, &[("tcpdx.source", &source)]);
     let counts = warned(&c, an.max_flows, r)?;
     // A one-line summary on stderr: stdout stays free for scripts.

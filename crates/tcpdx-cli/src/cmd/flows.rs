@@ -4,7 +4,6 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tcpdx::Capture;
 use tcpdx_report::{write_flows_json, write_flows_table};
 
 use crate::flags::FlowsArgs;
@@ -13,7 +12,7 @@ use crate::{out_err, warned};
 /// Runs `tcpdx flows`.
 pub fn run(a: &FlowsArgs) -> Result<ExitCode> {
     let an = &a.input.analysis;
-    let mut c = Capture::open(&a.input.file);
+    let mut c = a.input.capture();
     let r = c.flows(&an.options("reading"));
     let f = warned(&c, an.max_flows, r)?;
     let mut out = BufWriter::new(io::stdout().lock());

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use tcpdx::Capture;
 use tcpdx_report::html::write_html_comparison;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
@@ -24,10 +23,10 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     if let Some(pair) = &a.compare {
         return compare_page(pair, a);
     }
-    let Some(file) = &a.file else {
+    if a.files.is_empty() {
         bail!("report: a capture file, or --compare BEFORE AFTER, is needed");
-    };
-    if file.as_os_str() == "-" {
+    }
+    if a.files.iter().any(|f| f.as_os_str() == "-") {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let an = &a.analysis;
@@ -35,7 +34,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     // diagnoses them all.
     let mut all = an.options("reading");
     all.filter.streams.clear();
-    let mut c = Capture::open(file);
+    let mut c = an.capture(&a.files);
     let mut top = TopBytes::new(a.top);
     let r = c.diagnose_with(&all, &mut top);
     let diagnosis = warned(&c, an.max_flows, r)?;
@@ -66,7 +65,8 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
-    let file = file.display().to_string();
+    let names: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+    let file = names.join(" ");
     let page = Page {
         file: &file,
         frames,

@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use tcpdx::{Capture, SrtConfig};
+use tcpdx::SrtConfig;
 use tcpdx_report::{TransactionsCsv, write_srt_json, write_srt_text};
 
 use crate::flags::SrtArgs;
@@ -20,7 +20,7 @@ pub fn run(a: &SrtArgs) -> Result<ExitCode> {
     }
     let an = &a.input.analysis;
     let o = an.options("reading");
-    let mut c = Capture::open(&a.input.file);
+    let mut c = a.input.capture();
     if a.transactions {
         let mut csv = TransactionsCsv::new(BufWriter::new(io::stdout().lock()))?;
         let r = c.transactions(&o, &mut csv, |t| t.error.is_some());

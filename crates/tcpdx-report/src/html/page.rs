@@ -240,7 +240,15 @@ fn finding_html(o: &mut String, n: usize, f: &Finding) {
         }
         o.push_str("<table><tr><th>frame</th><th>role</th></tr>");
         for e in f.evidence.iter().take(EVIDENCE_SHOWN) {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", e.frame, esc(&e.role));
+            let at = e.source.as_ref().map_or(String::new(), |s| {
+                format!(" ({} #{})", esc(&s.file), s.frame)
+            });
+            let _ = write!(
+                o,
+                "<tr><td>{}{at}</td><td>{}</td></tr>",
+                e.frame,
+                esc(&e.role)
+            );
         }
         o.push_str("</table>");
         if f.evidence.len() > EVIDENCE_SHOWN {

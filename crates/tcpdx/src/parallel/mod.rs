@@ -33,7 +33,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 use std::thread;
 
-use tcpdx_capture::CaptureReader;
+use tcpdx_capture::Frames;
 use tcpdx_core::{AnalyzerConfig, EventSink, InputStats};
 use tcpdx_detect::{Listing, Spill};
 use tcpdx_storage::{Recorded, StorageConfig, StorageSink, TcpLogs};
@@ -49,9 +49,9 @@ use worker::{Channels, FlowNeeds, WorkerMsg, work};
 use crate::{Error, Filter, Progress};
 
 /// The result of a parallel run.
-pub(crate) struct Parallel {
+pub(crate) struct Parallel<R> {
     /// The reader's end state.
-    pub(crate) reader: ReaderEnd,
+    pub(crate) reader: ReaderEnd<R>,
     /// Input counters over every analyzer.
     pub(crate) stats: InputStats,
     /// What the parts leave, merged.
@@ -88,8 +88,8 @@ pub(crate) struct Job<'a> {
 /// storage events into `storage`. `row` receives the CSV rows of [`part::CsvRows`]
 /// (`frame`, global stream, row tail), already filtered.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run<P: Part, S: EventSink, T: StorageSink>(
-    reader: CaptureReader,
+pub(crate) fn run<R: Frames, P: Part, S: EventSink, T: StorageSink>(
+    reader: R,
     cfg: AnalyzerConfig,
     job: Job<'_>,
     new_part: impl Fn() -> P,
@@ -97,7 +97,7 @@ pub(crate) fn run<P: Part, S: EventSink, T: StorageSink>(
     storage: &mut T,
     stop: impl Fn(&S, &T) -> bool,
     row: impl FnMut(&mut S, u64, u32, &[u8]),
-) -> Result<Parallel, Error> {
+) -> Result<Parallel<R>, Error> {
     let n = job.threads.clamp(1, 255);
     let routing = Routing {
         sweep_every: cfg.sweep_every_frames,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use tcpdx_capture::{CaptureError, CaptureReader};
+use tcpdx_capture::{CaptureError, Frames};
 use tcpdx_core::{FlowKey, FrameInput, InputStats};
 use tcpdx_detect::CLOSED_SWEEP_EVERY;
 use tcpdx_storage::StorageConfig;
@@ -19,9 +19,9 @@ use super::batch::{
 use crate::{Filter, Progress};
 
 /// What the reader thread hands back at the end.
-pub(crate) struct ReaderEnd {
+pub(crate) struct ReaderEnd<R> {
     /// The reader (for its warnings).
-    pub(crate) reader: CaptureReader,
+    pub(crate) reader: R,
     /// Counters of the frames no worker saw.
     pub(crate) stats: InputStats,
     /// First frame's time.
@@ -65,14 +65,14 @@ fn mix(mut x: u64) -> u64 {
 
 /// The reader thread's loop: batches of frames to `workers` until the input ends or
 /// `stop` is set.
-pub(super) fn read_and_route(
-    mut reader: CaptureReader,
+pub(super) fn read_and_route<R: Frames>(
+    mut reader: R,
     workers: Vec<SyncSender<Batch>>,
     recycled: Receiver<Batch>,
     stop: &AtomicBool,
     progress: Option<Arc<dyn Progress>>,
     routing: Routing,
-) -> ReaderEnd {
+) -> ReaderEnd<R> {
     let n = workers.len();
     let share_from = if reader.is_mapped() {
         SHARE_MAPPED_FROM
