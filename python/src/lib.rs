@@ -22,7 +22,7 @@ use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use tcpdx::tables::{RecordBatch, Table};
-use tcpdx::{Capture, DecodeAs, Error, Filter, Options, Progress};
+use tcpdx::{Capture, DecodeAs, Error, Filter, Options, Progress, SrtConfig};
 
 pyo3::create_exception!(
     tcpdx,
@@ -240,6 +240,38 @@ fn diagnose_json(
     })
 }
 
+/// The document `tcpdx srt --json` prints, as a string.
+#[pyfunction]
+#[pyo3(signature = (path, *, interval=1.0, slowest=10, threads=None, max_flows=None, decode_as=None, stream=vec![], port=vec![], progress=None, stacklevel=1))]
+#[allow(clippy::too_many_arguments)]
+fn srt_json(
+    py: Python<'_>,
+    path: PathBuf,
+    interval: f64,
+    slowest: usize,
+    threads: Option<usize>,
+    max_flows: Option<usize>,
+    decode_as: Option<HashMap<u16, String>>,
+    stream: Vec<u32>,
+    port: Vec<u16>,
+    progress: Option<Bound<'_, PyAny>>,
+    stacklevel: i32,
+) -> PyResult<String> {
+    if !(interval.is_finite() && interval >= 1e-6) {
+        return Err(PyValueError::new_err(format!(
+            "interval must be at least 0.000001 seconds, got {interval}"
+        )));
+    }
+    let cfg = SrtConfig::default()
+        .with_interval_ns((interval * 1e9).round() as i64)
+        .with_slowest(slowest);
+    let a = args(path, threads, max_flows, decode_as, stream, port)?;
+    run(py, a, progress.as_ref(), stacklevel, move |c, o| {
+        let r = c.srt(o, cfg)?;
+        tcpdx::srt_json(&r).map_err(|e| Error::Thread(format!("srt as JSON: {e}")))
+    })
+}
+
 /// Table `name` of the capture as a `pyarrow.Table` (record batches of `batch_size` rows).
 #[pyfunction]
 #[pyo3(signature = (name, path, *, batch_size=65536, threads=None, max_flows=None, decode_as=None, stream=vec![], port=vec![], progress=None, stacklevel=1))]
@@ -412,6 +444,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let names: Vec<&str> = Table::ALL.iter().map(|t| t.name()).collect();
     m.add("TABLES", names)?;
     m.add_function(wrap_pyfunction!(diagnose_json, m)?)?;
+    m.add_function(wrap_pyfunction!(srt_json, m)?)?;
     m.add_function(wrap_pyfunction!(table, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(batches, m)?)?;

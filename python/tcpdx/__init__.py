@@ -80,6 +80,7 @@ __all__ = [
     "schema",
     "segments",
     "segments_batches",
+    "srt",
     "table",
     "transactions",
 ]
@@ -197,6 +198,36 @@ def diagnose(
         **_options(threads, max_flows, decode_as, stream, port),
     )
     return Diagnosis.from_dict(json.loads(text))
+
+
+def srt(
+    path: Path,
+    *,
+    interval: float = 1.0,
+    slowest: int = 10,
+    threads: Optional[int] = None,
+    max_flows: Optional[int] = None,
+    decode_as: Optional[dict[int, str]] = None,
+    stream: Union[int, list[int], None] = None,
+    port: Union[int, list[int], None] = None,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """Service response times of the storage protocols: the document ``tcpdx srt --json``
+    prints (per NFS procedure, SMB2 command and SCSI opcode: count, min, mean, p50/p95/p99,
+    max, total; the ``slowest`` requests with their frames; a timeline of ``interval``
+    seconds). For one row per request, see :func:`transactions`. Options as for
+    :func:`diagnose`."""
+    text = _call(
+        _native.srt_json,
+        "srt",
+        progress,
+        2,
+        os.fspath(path),
+        interval=interval,
+        slowest=slowest,
+        **_options(threads, max_flows, decode_as, stream, port),
+    )
+    return json.loads(text)
 
 
 def table(

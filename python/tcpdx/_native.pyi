@@ -23,6 +23,20 @@ def diagnose_json(
     stream: list[int] = ...,
     port: list[int] = ...,
     progress: _Progress = None,
+    stacklevel: int = 1,
+) -> str: ...
+def srt_json(
+    path: str,
+    *,
+    interval: float = 1.0,
+    slowest: int = 10,
+    threads: Optional[int] = None,
+    max_flows: Optional[int] = None,
+    decode_as: Optional[dict[int, str]] = None,
+    stream: list[int] = ...,
+    port: list[int] = ...,
+    progress: _Progress = None,
+    stacklevel: int = 1,
 ) -> str: ...
 def table(
     name: str,
@@ -35,6 +49,7 @@ def table(
     stream: list[int] = ...,
     port: list[int] = ...,
     progress: _Progress = None,
+    stacklevel: int = 1,
 ) -> pyarrow.Table: ...
 def schema(name: str) -> pyarrow.Schema: ...
 def batches(

@@ -145,3 +145,21 @@ def test_an_exception_in_the_progress_callback_stops_and_propagates():
 
     with pytest.raises(KeyboardInterrupt):
         tcpdx.diagnose(path, progress=stop)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        LAB / "nfs3_write_loss1pct" / "client.pcap.gz",
+        LAB / "smb3_read_clean" / "server.pcap.gz",
+        LAB / "iscsi_read_qd1" / "client.pcap.gz",
+    ],
+    ids=short_id,
+)
+def test_srt_is_the_command_json(path):
+    got = tcpdx.srt(path)
+    assert got == cli_json("srt", "--json", path)
+    assert got["tables"], "storage traffic gives response-time tables"
+    assert tcpdx.srt(path, interval=0.25, slowest=3) == cli_json(
+        "srt", "--json", "--interval", "0.25", "--slowest", "3", path
+    )

@@ -91,3 +91,37 @@ def test_warnings_can_be_errors(tmp_path, capture_bytes):
         warnings.simplefilter("error", tcpdx.CaptureWarning)
         with pytest.raises(tcpdx.CaptureWarning, match="cut off"):
             tcpdx.diagnose(path)
+
+
+MALFORMED = sorted(
+    p
+    for p in (LAB.parent / "malformed").iterdir()
+    if not p.name.endswith(".expected") and p.suffix != ".py"
+)
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.name)
+def test_every_malformed_fixture_fails_or_warns_as_the_command_does(path):
+    import warnings
+
+    r = cli("diagnose", "--json", path, check=False)
+    lines = r.stderr.splitlines()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        if r.returncode == 2:
+            with pytest.raises(tcpdx.CaptureError) as e:
+                tcpdx.diagnose(path)
+            assert [f"tcpdx: {e.value}"] == lines[-1:]
+            lines = lines[:-1]
+        else:
+            assert r.returncode == 0, r.stderr
+            import json
+
+            assert tcpdx.diagnose(path).to_dict() == json.loads(r.stdout)
+    got = [str(x.message) for x in w if issubclass(x.category, tcpdx.CaptureWarning)]
+    want = [line.removeprefix("tcpdx: warning: ").removeprefix("tcpdx: note: ") for line in lines]
+    assert got == want
+
+
+def test_the_malformed_fixtures_are_found():
+    assert len(MALFORMED) >= 20

@@ -88,6 +88,13 @@ pub fn diagnosis_json(d: &Diagnosis) -> std::io::Result<String> {
     String::from_utf8(out).map_err(std::io::Error::other)
 }
 
+/// The document `tcpdx srt --json` prints for `r` (with its final newline).
+pub fn srt_json(r: &SrtReport) -> std::io::Result<String> {
+    let mut out = Vec::new();
+    tcpdx_report::write_srt_json(&mut out, r)?;
+    String::from_utf8(out).map_err(std::io::Error::other)
+}
+
 /// A packet capture to analyse: a file (read again for each pass) or a stream (one pass).
 pub struct Capture {
     source: Source,
