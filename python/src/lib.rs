@@ -234,10 +234,9 @@ fn diagnose_json(
     stacklevel: i32,
 ) -> PyResult<String> {
     let a = args(path, threads, max_flows, decode_as, stream, port)?;
-    run(py, a, progress.as_ref(), stacklevel, |c, o| {
-        let d = c.diagnose(o)?;
-        tcpdx::diagnosis_json(&d).map_err(|e| Error::Thread(format!("diagnosis as JSON: {e}")))
-    })
+    let d = run(py, a, progress.as_ref(), stacklevel, |c, o| c.diagnose(o))?;
+    py.detach(|| tcpdx::diagnosis_json(&d))
+        .map_err(|e| PyRuntimeError::new_err(format!("the diagnosis as JSON: {e}")))
 }
 
 /// The document `tcpdx srt --json` prints, as a string.
@@ -266,10 +265,11 @@ fn srt_json(
         .with_interval_ns((interval * 1e9).round() as i64)
         .with_slowest(slowest);
     let a = args(path, threads, max_flows, decode_as, stream, port)?;
-    run(py, a, progress.as_ref(), stacklevel, move |c, o| {
-        let r = c.srt(o, cfg)?;
-        tcpdx::srt_json(&r).map_err(|e| Error::Thread(format!("srt as JSON: {e}")))
-    })
+    let r = run(py, a, progress.as_ref(), stacklevel, move |c, o| {
+        c.srt(o, cfg)
+    })?;
+    py.detach(|| tcpdx::srt_json(&r))
+        .map_err(|e| PyRuntimeError::new_err(format!("the response times as JSON: {e}")))
 }
 
 /// Table `name` of the capture as a `pyarrow.Table` (record batches of `batch_size` rows).
