@@ -53,6 +53,8 @@ mod error;
 mod options;
 mod parallel;
 mod spill;
+#[cfg(feature = "arrow")]
+pub mod tables;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -82,6 +84,20 @@ use diagnosis::{CaptureDiagnoser, Evidence, assemble_listed};
 use drive::{Failed, NoEvents, NoStorage, Outcome, Source};
 use parallel::Parts;
 use parallel::part;
+
+/// The document `tcpdx diagnose --json` prints for `d` (with its final newline).
+pub fn diagnosis_json(d: &Diagnosis) -> std::io::Result<String> {
+    let mut out = Vec::new();
+    tcpdx_report::write_diagnosis_json(&mut out, d)?;
+    String::from_utf8(out).map_err(std::io::Error::other)
+}
+
+/// The document `tcpdx srt --json` prints for `r` (with its final newline).
+pub fn srt_json(r: &SrtReport) -> std::io::Result<String> {
+    let mut out = Vec::new();
+    tcpdx_report::write_srt_json(&mut out, r)?;
+    String::from_utf8(out).map_err(std::io::Error::other)
+}
 
 /// A packet capture to analyse: a file (read again for each pass) or a stream (one pass).
 pub struct Capture {

@@ -194,6 +194,76 @@ fn export_writes_the_tables_and_bad_input_leaves_no_directory() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// Asks to stop at its first update.
+struct StopAtOnce(AtomicU64);
+
+impl Progress for StopAtOnce {
+    fn update(&self, _bytes: u64, _frames: u64) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed) > 0
+    }
+}
+
+#[test]
+fn a_progress_that_cancels_stops_the_pass_on_any_number_of_threads() {
+    for n in [1, 2] {
+        let stop = Arc::new(StopAtOnce(AtomicU64::new(0)));
+        let o = Options {
+            progress: Some(stop.clone()),
+            ..threads(n)
+        };
+        let mut c = Capture::open(data("lab/case000_rto_delack/client.pcap.gz"));
+        let e = c.diagnose(&o).unwrap_err();
+        assert!(matches!(e, Error::Cancelled), "{n} threads: {e}");
+        assert_eq!(e.one_line(), "cancelled");
+        assert_eq!(
+            stop.0.load(Ordering::Relaxed),
+            1,
+            "{n} threads: one update, then stop"
+        );
+        let mut count = Count::default();
+        assert!(matches!(
+            c.events(&o, &mut count, |_| false),
+            Err(Error::Cancelled)
+        ));
+    }
+}
+
+#[test]
+fn the_messages_of_a_cut_capture_say_where_it_was_cut() {
+    for n in [1, 2] {
+        let mut c = Capture::open(data("malformed/pcap-record-cut.pcap"));
+        c.diagnose(&threads(n)).unwrap();
+        let m = c.summary().unwrap().messages(10);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].starts_with("warning: "), "{m:?}");
+        assert!(
+            m[0].ends_with(
+                "pcap-record-cut.pcap: record cut off at byte 94 (frame 2): analysed up to there"
+            ),
+            "{m:?}"
+        );
+    }
+    let mut clean = Capture::open(data("fast-retransmission.pcapng"));
+    clean.diagnose(&Options::default()).unwrap();
+    assert!(clean.summary().unwrap().messages(10).is_empty());
+}
+
+#[test]
+fn one_line_names_the_file_and_the_offset() {
+    let e = Capture::open(data("malformed/pcap-caplen-2gb.pcap"))
+        .diagnose(&Options::default())
+        .unwrap_err();
+    let line = e.one_line();
+    assert!(!line.contains('\n'), "{line}");
+    assert!(
+        line.ends_with("pcap-caplen-2gb.pcap: byte 94: record has captured length 2147483647, more than the maximum of 262144 (corrupt capture?)"),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_set_of_files_is_one_capture() {
     // A lab capture cut in three consecutive files, given as a list and as a directory.
