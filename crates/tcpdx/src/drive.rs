@@ -215,7 +215,11 @@ pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
         |f, t| stop(f.inner, t),
         |f, frame, stream, tail| row(f.inner, frame, stream, tail),
     )?;
-    let capture_warnings = par.reader.reader.warnings().to_vec();
+    let capture_warnings = par
+        .reader
+        .reader
+        .as_ref()
+        .map_or_else(Vec::new, |r| r.warnings().to_vec());
     if let Some(error) = par.reader.error {
         return Err(Failed {
             error: Error::Capture(error),

@@ -31,6 +31,9 @@ pub enum Error {
     ReadTwice,
     /// An analysis thread could not be started or stopped unexpectedly.
     Thread(String),
+    /// The shards of a distributed run are missing, damaged or do not fit together (the
+    /// message names the file).
+    Shard(String),
 }
 
 impl fmt::Display for Error {
@@ -45,7 +48,7 @@ impl fmt::Display for Error {
             Error::CreateDir { dir, .. } => write!(f, "{}: cannot create", dir.display()),
             Error::Export(e) => e.fmt(f),
             Error::ReadTwice => f.write_str("a capture read from a stream cannot be read twice"),
-            Error::Thread(m) => f.write_str(m),
+            Error::Thread(m) | Error::Shard(m) => f.write_str(m),
         }
     }
 }
@@ -57,7 +60,7 @@ impl std::error::Error for Error {
             Error::Capture(e) => e.source(),
             Error::Export(e) => e.source(),
             Error::CreateDir { error, .. } => Some(error),
-            Error::Spill { .. } | Error::ReadTwice | Error::Thread(_) => None,
+            Error::Spill { .. } | Error::ReadTwice | Error::Thread(_) | Error::Shard(_) => None,
         }
     }
 }

@@ -46,6 +46,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod diagnosis;
+pub mod distributed;
 mod drive;
 mod error;
 mod options;

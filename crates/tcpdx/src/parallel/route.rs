@@ -20,8 +20,8 @@ use crate::{Filter, Progress};
 
 /// What the reader thread hands back at the end.
 pub(crate) struct ReaderEnd {
-    /// The reader (for its warnings).
-    pub(crate) reader: CaptureReader,
+    /// The reader (for its warnings; none when fed from shards).
+    pub(crate) reader: Option<CaptureReader>,
     /// Counters of the frames no worker saw.
     pub(crate) stats: InputStats,
     /// First frame's time.
@@ -31,7 +31,7 @@ pub(crate) struct ReaderEnd {
 }
 
 /// What the reader does besides routing frames.
-pub(super) struct Routing {
+pub(crate) struct Routing {
     pub(super) sweep_every: u64,
     /// Copy the payloads these parsers may read.
     pub(super) payloads: Option<StorageConfig>,
@@ -41,7 +41,7 @@ pub(super) struct Routing {
 }
 
 /// The worker of a connection: both directions hash alike.
-pub(super) fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
+pub(crate) fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
     let (FrameInput::Segment(s) | FrameInput::Partial(s)) = input else {
         return None;
     };
@@ -224,7 +224,7 @@ pub(super) fn read_and_route(
         p.finish();
     }
     ReaderEnd {
-        reader,
+        reader: Some(reader),
         stats,
         first_ts,
         error,

@@ -1,0 +1,189 @@
+//! Stage 2's feeder: in place of the multi-core driver's reader thread, reads each
+//! partition's shards (the files in capture order) and hands worker `p` the records of
+//! partition `p` in batches, with their global frame numbers and the planned sweeps, as
+//! the reader would have for the concatenated files.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use tcpdx_core::FrameInput;
+use tcpdx_wire::FrameNo;
+
+use super::codec::Decoder;
+use super::plan::Plan;
+use super::shard_path;
+use crate::Error;
+use crate::parallel::ReaderEnd;
+use crate::parallel::batch::{BATCH, BATCH_BYTES, Batch, COPIED, Payload, Work};
+
+/// One partition's records, file after file.
+struct PartReader<'a> {
+    plan: &'a Plan,
+    dir: &'a Path,
+    p: u16,
+    /// Index in the plan of the file being read.
+    file: usize,
+    dec: Option<(Decoder<BufReader<File>>, PathBuf)>,
+    /// The next record (global frame number set) and its payload.
+    head: Option<FrameInput>,
+    payload: Vec<u8>,
+}
+
+impl PartReader<'_> {
+    /// The next record's global frame ([`u64::MAX`] past the last).
+    fn frame(&self) -> u64 {
+        self.head.as_ref().map_or(u64::MAX, |h| h.frame().0)
+    }
+
+    /// Reads the next record into `head`.
+    fn advance(&mut self) -> Result<(), Error> {
+        loop {
+            if self.dec.is_none() {
+                let Some((m, _)) = self.plan.files.get(self.file) else {
+                    self.head = None;
+                    return Ok(());
+                };
+                let path = shard_path(self.dir, m.index, self.p);
+                let f = File::open(&path).map_err(|e| super::io_err(&path, e))?;
+                self.dec = Some((Decoder::new(BufReader::with_capacity(1 << 16, f)), path));
+            }
+            let (dec, path) = self.dec.as_mut().expect("opened above");
+            match dec.next(&mut self.payload) {
+                Ok(Some(mut input)) => {
+                    let offset = self.plan.files[self.file].1;
+                    if let FrameInput::Segment(s) | FrameInput::Partial(s) = &mut input {
+                        s.frame = FrameNo(offset + s.frame.0);
+                    }
+                    self.head = Some(input);
+                    return Ok(());
+                }
+                Ok(None) => {
+                    self.dec = None;
+                    self.file += 1;
+                }
+                Err(e) => {
+                    return Err(Error::Shard(format!(
+                        "{}: {e} (a shard cut short or damaged)",
+                        path.display()
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Feeds `workers` (one per partition) as the reader thread would; a shard that cannot be
+/// read stops the run, its error left in `failed`.
+pub(crate) fn feed(
+    plan: &Plan,
+    dir: &Path,
+    workers: Vec<SyncSender<Batch>>,
+    recycled: Receiver<Batch>,
+    stop: &AtomicBool,
+    failed: &Mutex<Option<Error>>,
+) -> ReaderEnd {
+    let fresh = || Batch {
+        work: Vec::with_capacity(BATCH),
+        ..Batch::default()
+    };
+    let mut bufs: Vec<Batch> = workers.iter().map(|_| fresh()).collect();
+    let flush = |bufs: &mut Vec<Batch>| -> bool {
+        for (tx, buf) in workers.iter().zip(bufs.iter_mut()) {
+            let next = recycled.try_recv().unwrap_or_else(|_| fresh());
+            if tx.send(std::mem::replace(buf, next)).is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    let end = ReaderEnd {
+        reader: None,
+        stats: plan.other.clone(),
+        first_ts: plan.first_ts,
+        error: None,
+    };
+    let fail = |e: Error| {
+        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    };
+    let mut parts: Vec<PartReader<'_>> = (0..plan.partitions)
+        .map(|p| PartReader {
+            plan,
+            dir,
+            p,
+            file: 0,
+            dec: None,
+            head: None,
+            payload: Vec::new(),
+        })
+        .collect();
+    for part in &mut parts {
+        if let Err(e) = part.advance() {
+            fail(e);
+            flush(&mut bufs);
+            return end;
+        }
+    }
+    if let Some(ts) = plan.first_ts {
+        for b in &mut bufs {
+            b.work.push(Work::Origin(ts));
+        }
+    }
+    let (mut next_sweep, mut in_batch, mut batch_bytes) = (0usize, 0usize, 0usize);
+    loop {
+        // The partition whose next record comes first (a few partitions: a linear scan).
+        let (mut w, mut first) = (0, u64::MAX);
+        for (i, part) in parts.iter().enumerate() {
+            let f = part.frame();
+            if f < first {
+                (w, first) = (i, f);
+            }
+        }
+        // A sweep after frame s goes after every record up to s, in every worker.
+        while let Some(s) = plan.sweeps.get(next_sweep).filter(|s| s.frame < first) {
+            for b in &mut bufs {
+                b.work.push(if s.diagnoser {
+                    Work::DiagnoserSweep(s.ts)
+                } else {
+                    Work::Sweep(s.ts)
+                });
+            }
+            next_sweep += 1;
+        }
+        if first == u64::MAX {
+            break;
+        }
+        let part = &mut parts[w];
+        let input = part.head.take().expect("a record is there");
+        let b = &mut bufs[w];
+        let at = if part.payload.is_empty() {
+            Payload::default()
+        } else {
+            let at = Payload {
+                buf: COPIED,
+                start: b.bytes.len() as u64,
+                len: part.payload.len() as u32,
+            };
+            b.bytes.extend_from_slice(&part.payload);
+            batch_bytes += part.payload.len();
+            at
+        };
+        b.work.push(Work::Input(input, at));
+        if let Err(e) = part.advance() {
+            fail(e);
+            break;
+        }
+        in_batch += 1;
+        if in_batch >= BATCH || batch_bytes >= BATCH_BYTES {
+            (in_batch, batch_bytes) = (0, 0);
+            if !flush(&mut bufs) || stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+    flush(&mut bufs);
+    end
+}
