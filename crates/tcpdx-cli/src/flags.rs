@@ -56,6 +56,12 @@ pub enum Command {
     /// FILE is read twice (diagnose, then rewrite), so it cannot be - (stdin): save the
     /// capture to a file first.
     Annotate(AnnotateArgs),
+    /// Stage 1 of a distributed diagnosis (tcpdx.distributed): one file into shards.
+    #[command(hide = true)]
+    Shard(crate::cmd::distributed::ShardArgs),
+    /// Stage 2 and merge of a distributed diagnosis: prints what `diagnose` prints.
+    #[command(hide = true)]
+    DiagnoseShards(crate::cmd::distributed::DiagnoseShardsArgs),
 }
 
 /// The analysis flags, the same on every command.
@@ -252,7 +258,16 @@ pub struct AnnotateArgs {
 
 /// Subcommand names, for the `tcpdx FILE` shorthand.
 const SUBCOMMANDS: &[&str] = &[
-    "diagnose", "events", "flows", "srt", "report", "export", "annotate", "help",
+    "diagnose",
+    "events",
+    "flows",
+    "srt",
+    "report",
+    "export",
+    "annotate",
+    "help",
+    "shard",
+    "diagnose-shards",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first

@@ -29,6 +29,8 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(&a),
         Command::Export(a) => cmd::export::run(&a),
         Command::Annotate(a) => cmd::annotate::run(&a),
+        Command::Shard(a) => cmd::distributed::shard(&a),
+        Command::DiagnoseShards(a) => cmd::distributed::diagnose_shards(&a),
     };
     match result {
         Ok(code) => code,

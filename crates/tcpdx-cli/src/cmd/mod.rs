@@ -2,6 +2,7 @@
 
 pub mod annotate;
 pub mod diagnose;
+pub mod distributed;
 pub mod events;
 pub mod export;
 pub mod flows;

@@ -1,0 +1,81 @@
+//! The stages of a distributed diagnosis, for a driver that runs them as processes
+//! (`tcpdx.distributed`, `tcpdx-ray`): `tcpdx shard` (stage 1, one capture file) and
+//! `tcpdx diagnose-shards` (stage 2 and the merge, printing what `tcpdx diagnose` prints).
+//! Hidden from `--help`: they are the driver's, not a user's.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use tcpdx::distributed;
+use tcpdx_report::{write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
+
+use crate::flags::Analysis;
+use crate::{out_err, warn_analysis};
+
+/// `tcpdx shard` options.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed).
+    pub file: PathBuf,
+    /// Directory of the run's shards (shared by every stage).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Index of this file among the run's files (names its shards).
+    #[arg(long)]
+    pub index: u32,
+    /// Partitions (stage 2 tasks), 1 to 255.
+    #[arg(long)]
+    pub partitions: u16,
+    /// Analysis flags (those of stage 2).
+    #[command(flatten)]
+    pub analysis: Analysis,
+}
+
+/// `tcpdx diagnose-shards` options.
+#[derive(Debug, Args)]
+pub struct DiagnoseShardsArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+    /// Machine-readable JSON, as `tcpdx diagnose --json`.
+    #[arg(long)]
+    pub json: bool,
+    /// Every finding in full, as `tcpdx diagnose --all`.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// Runs `tcpdx shard`: prints the file's shard meta.
+pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
+    let m = distributed::shard(
+        &a.file,
+        &a.out,
+        a.index,
+        a.partitions,
+        &a.analysis.options("sharding"),
+    )?;
+    let mut out = io::stdout().lock();
+    out_err(out.write_all(m.to_text().as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tcpdx diagnose-shards`.
+pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
+    let (d, summary) = distributed::diagnose_shards(&a.dir, &a.analysis.options("merging"))?;
+    warn_analysis(&summary.warnings, &summary.stats, a.analysis.max_flows);
+    let mut out = BufWriter::new(io::stdout().lock());
+    if a.json {
+        out_err(write_diagnosis_json(&mut out, &d))?;
+    } else if a.all {
+        out_err(write_diagnosis_text_all(&mut out, &d))?;
+    } else {
+        out_err(write_diagnosis_text(&mut out, &d))?;
+    }
+    out_err(out.flush())?;
+    Ok(ExitCode::SUCCESS)
+}
