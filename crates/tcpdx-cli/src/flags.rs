@@ -334,6 +334,8 @@ mod tests {
                 | Command::Srt(SrtArgs { input, .. })
                 | Command::Export(ExportArgs { input, .. })
                 | Command::Annotate(AnnotateArgs { input, .. }) => &input.analysis,
+                Command::Shard(a) => &a.analysis,
+                Command::DiagnoseShards(a) => &a.analysis,
             };
             let o = a.options("reading");
             assert_eq!(o.max_flows, Some(7), "{cmd}");
