@@ -1,0 +1,235 @@
+"""tcpdx on a Ray cluster: ``tcpdx-ray diagnose --address ADDR [--json] FILES...``.
+
+The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
+
+- stage 1, one Ray task per capture file: ``tcpdx shard`` reads and decodes it and writes
+  each TCP frame's analysis input (headers, and storage payloads where a storage parser
+  reads them) into one shard per partition, by the direction-free connection hash;
+- stage 2 and the merge, one Ray task: ``tcpdx diagnose-shards`` replays each partition on
+  its own worker thread, numbers streams globally and ranks the findings, and prints what
+  ``tcpdx diagnose`` prints on the files read as one capture.
+
+The shards go to a directory every node sees (``--shard-dir``: a shared file system on a
+real cluster; a local temporary directory for ``--address local``). Consecutive files (a
+ring buffer) are read as one capture, in time order; files overlapping in time are
+refused (merge them with ``mergecap`` first). The tasks run the ``tcpdx`` binary found as
+``$TCPDX_BIN`` or on ``PATH`` on each node.
+
+``--address``: ``local`` starts Ray in this process with 2 CPUs; ``auto`` joins the
+cluster started on this machine by ``ray start --head``; ``ray://host:10001`` a remote
+one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import ray
+
+MAX_PARTITIONS = 255
+
+
+class TcpdxError(RuntimeError):
+    """A stage failed: the message is tcpdx's one line (file, offset, what was wrong)."""
+
+
+def tcpdx_binary() -> str:
+    """The tcpdx binary the tasks run: ``$TCPDX_BIN``, else ``tcpdx`` on ``PATH``."""
+    found = os.environ.get("TCPDX_BIN") or shutil.which("tcpdx")
+    if not found:
+        raise TcpdxError("tcpdx not found: set TCPDX_BIN or put tcpdx on PATH")
+    return found
+
+
+def _run(args: list[str]) -> str:
+    p = subprocess.run(args, check=False, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise TcpdxError(p.stderr.strip() or f"{args[1]} exited with {p.returncode}")
+    return p.stdout
+
+
+@ray.remote
+def shard_task(
+    binary: str, file: str, out: str, index: int, partitions: int, flags: list[str]
+) -> dict:
+    """Stage 1 of one file: its shard meta as a dict (frames, bytes written, ...)."""
+    text = _run(
+        [binary, "shard", file, "--out", out, "--index", str(index)]
+        + ["--partitions", str(partitions), *flags]
+    )
+    return parse_meta(text)
+
+
+@ray.remote
+def diagnose_shards_task(binary: str, out: str, flags: list[str]) -> str:
+    """Stage 2 and the merge: what ``tcpdx diagnose`` prints."""
+    return _run([binary, "diagnose-shards", out, *flags])
+
+
+@ray.remote
+def export_task(binary: str, file: str, out: str, flags: list[str]) -> str:
+    """``tcpdx export`` of one capture into ``out`` (run whole, on one node)."""
+    return _run([binary, "export", file, "-o", out, *flags])
+
+
+def parse_meta(text: str) -> dict:
+    """A shard meta (``key value`` lines after the magic line) as a dict."""
+    lines = text.splitlines()
+    if not lines or lines[0] != "tcpdx-shard 1":
+        raise TcpdxError(f"not a shard meta: {text[:40]!r}")
+    meta: dict = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        if key == "file":
+            meta[key] = value
+        elif value == "-":
+            meta[key] = None
+        else:
+            meta[key] = int(value)
+    return meta
+
+
+def connect(address: str) -> None:
+    """Joins (or starts, for ``local``) the Ray cluster at ``address``."""
+    if ray.is_initialized():
+        return
+    if address == "local":
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+
+
+def default_partitions() -> int:
+    """One partition per CPU of the cluster (at least 1, at most 255)."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, min(MAX_PARTITIONS, cpus))
+
+
+def diagnose(
+    files: list[str],
+    *,
+    json: bool = False,
+    all_findings: bool = False,
+    partitions: int | None = None,
+    shard_dir: str | None = None,
+    flags: list[str] | None = None,
+    stats: dict | None = None,
+) -> str:
+    """The text ``tcpdx diagnose [--json] FILES...`` prints for ``files`` read as one
+    capture, computed on the connected Ray cluster. ``flags`` are analysis flags for both
+    stages (``--port``, ``--decode-as``, ``--max-flows``...). ``stats``, if given, gets
+    the stage-1 metas and the shard bytes."""
+    if not files:
+        raise TcpdxError("no capture files given")
+    binary = tcpdx_binary()
+    flags = list(flags or [])
+    n = partitions or default_partitions()
+    if not 1 <= n <= MAX_PARTITIONS:
+        raise TcpdxError(f"{n} partitions: give 1 to {MAX_PARTITIONS}")
+    own = shard_dir is None
+    out = shard_dir or tempfile.mkdtemp(prefix="tcpdx-shards-")
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        paths = [str(Path(f).resolve()) for f in files]
+        metas = ray.get(
+            [
+                shard_task.remote(binary, f, out, i, n, flags)
+                for i, f in enumerate(paths)
+            ]
+        )
+        render = (["--json"] if json else []) + (["--all"] if all_findings else [])
+        text = ray.get(diagnose_shards_task.remote(binary, out, flags + render))
+        if stats is not None:
+            stats["metas"] = metas
+            stats["shard_bytes"] = sum(m["shard_bytes"] for m in metas)
+            stats["frames"] = sum(m["frames"] for m in metas)
+        return text
+    finally:
+        if own:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def export(files: list[str], out: str, *, flags: list[str] | None = None) -> None:
+    """What ``tcpdx export FILE -o OUT`` writes, run as a Ray task (one capture file: the
+    export is not split into stages yet)."""
+    if len(files) != 1:
+        raise TcpdxError(
+            "tcpdx-ray export takes one capture file (the staged export of several is "
+            "not there yet)"
+        )
+    Path(out).mkdir(parents=True, exist_ok=True)
+    ray.get(
+        export_task.remote(
+            tcpdx_binary(),
+            str(Path(files[0]).resolve()),
+            str(Path(out).resolve()),
+            list(flags or []),
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``tcpdx-ray``: exit 0, or 2 with one line on stderr when a stage failed."""
+    ap = argparse.ArgumentParser(
+        prog="tcpdx-ray", description="tcpdx on a Ray cluster (see tcpdx.distributed)"
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("diagnose", "export"):
+        p = sub.add_parser(name)
+        p.add_argument(
+            "--address",
+            default="auto",
+            help="local (Ray in this process, 2 CPUs), auto (the cluster of `ray start "
+            "--head` on this machine) or ray://host:10001",
+        )
+        p.add_argument("--port", action="append", default=[], help="as tcpdx --port")
+        p.add_argument("--decode-as", action="append", default=[], help="as tcpdx")
+        p.add_argument("--max-flows", help="as tcpdx --max-flows")
+        p.add_argument("files", nargs="+")
+        if name == "diagnose":
+            p.add_argument("--json", action="store_true")
+            p.add_argument("--all", action="store_true")
+            p.add_argument(
+                "--partitions", type=int, help="stage 2 partitions (default: CPUs)"
+            )
+            p.add_argument(
+                "--shard-dir",
+                help="a directory every node sees (default: a temporary one, removed after)",
+            )
+        else:
+            p.add_argument("-o", "--output", required=True)
+    a = ap.parse_args(argv)
+    flags = [x for port in a.port for x in ("--port", port)]
+    flags += [x for d in a.decode_as for x in ("--decode-as", d)]
+    if a.max_flows:
+        flags += ["--max-flows", a.max_flows]
+    try:
+        connect(a.address)
+        if a.command == "diagnose":
+            sys.stdout.write(
+                diagnose(
+                    a.files,
+                    json=a.json,
+                    all_findings=a.all,
+                    partitions=a.partitions,
+                    shard_dir=a.shard_dir,
+                    flags=flags,
+                )
+            )
+        else:
+            export(a.files, a.output, flags=flags)
+    except (TcpdxError, ray.exceptions.RayTaskError) as e:
+        cause = getattr(e, "cause", None) or e
+        print(f"tcpdx-ray: {cause}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
