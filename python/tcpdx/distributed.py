@@ -48,10 +48,15 @@ def tcpdx_binary() -> str:
 
 
 def _run(args: list[str]) -> str:
+    return _run_both(args)[0]
+
+
+def _run_both(args: list[str]) -> tuple[str, str]:
+    """The command's standard output and error; a failure raises its error line."""
     p = subprocess.run(args, check=False, capture_output=True, text=True)
     if p.returncode != 0:
         raise TcpdxError(p.stderr.strip() or f"{args[1]} exited with {p.returncode}")
-    return p.stdout
+    return p.stdout, p.stderr
 
 
 @ray.remote
@@ -67,9 +72,9 @@ def shard_task(
 
 
 @ray.remote
-def diagnose_shards_task(binary: str, out: str, flags: list[str]) -> str:
-    """Stage 2 and the merge: what ``tcpdx diagnose`` prints."""
-    return _run([binary, "diagnose-shards", out, *flags])
+def diagnose_shards_task(binary: str, out: str, flags: list[str]) -> tuple[str, str]:
+    """Stage 2 and the merge: what ``tcpdx diagnose`` prints, and its warnings."""
+    return _run_both([binary, "diagnose-shards", out, *flags])
 
 
 @ray.remote
@@ -83,10 +88,12 @@ def parse_meta(text: str) -> dict:
     lines = text.splitlines()
     if not lines or lines[0] != "tcpdx-shard 1":
         raise TcpdxError(f"not a shard meta: {text[:40]!r}")
-    meta: dict = {}
+    meta: dict = {"warnings": []}
     for line in lines[1:]:
         key, _, value = line.partition(" ")
-        if key == "file":
+        if key == "warning":
+            meta["warnings"].append(value)
+        elif key == "file":
             meta[key] = value
         elif value == "-":
             meta[key] = None
@@ -144,7 +151,11 @@ def diagnose(
             ]
         )
         render = (["--json"] if json else []) + (["--all"] if all_findings else [])
-        text = ray.get(diagnose_shards_task.remote(binary, out, flags + render))
+        text, warnings = ray.get(
+            diagnose_shards_task.remote(binary, out, flags + render)
+        )
+        # The readers' and the analysis' warnings, on stderr as tcpdx shows them.
+        sys.stderr.write(warnings)
         if stats is not None:
             stats["metas"] = metas
             stats["shard_bytes"] = sum(m["shard_bytes"] for m in metas)

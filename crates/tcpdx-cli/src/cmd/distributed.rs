@@ -67,6 +67,9 @@ pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
 /// Runs `tcpdx diagnose-shards`.
 pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
     let (d, summary) = distributed::diagnose_shards(&a.dir, &a.analysis.options("merging"))?;
+    for w in &summary.capture_warnings {
+        eprintln!("tcpdx: warning: {w}");
+    }
     warn_analysis(&summary.warnings, &summary.stats, a.analysis.max_flows);
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {

@@ -34,7 +34,7 @@ use crate::diagnosis::assemble_listed;
 use crate::drive::{NoEvents, Source};
 use crate::options::Filtered;
 use crate::parallel::{self, Job, part};
-use crate::{Error, Options, Summary, spill};
+use crate::{CaptureWarning, Error, Options, Summary, spill};
 
 pub use plan::check_consecutive;
 
@@ -68,6 +68,8 @@ pub struct ShardMeta {
     pub shard_bytes: u64,
     /// Bytes of the timeline.
     pub timeline_bytes: u64,
+    /// What the reader found odd but read past (shown as a single run shows them).
+    pub warnings: Vec<CaptureWarning>,
 }
 
 const META_MAGIC: &str = "tcpdx-shard 1";
@@ -76,10 +78,16 @@ impl ShardMeta {
     /// The meta's text (one `key value` a line).
     pub fn to_text(&self) -> String {
         let opt = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let mut warnings = String::new();
+        for w in &self.warnings {
+            // One line each (a message is one line; a stray newline must not end it).
+            let message = w.message.replace('\n', " ");
+            warnings.push_str(&format!("warning {} {message}\n", w.offset));
+        }
         format!(
             "{META_MAGIC}\nindex {}\npartitions {}\nframes {}\nfirst_ts_ns {}\nlast_ts_ns {}\n\
              other_frames {}\nfragments {}\nundecodable {}\nrecords {}\nshard_bytes {}\n\
-             timeline_bytes {}\nfile {}\n",
+             timeline_bytes {}\n{warnings}file {}\n",
             self.index,
             self.partitions,
             self.frames,
@@ -115,6 +123,7 @@ impl ShardMeta {
             records: 0,
             shard_bytes: 0,
             timeline_bytes: 0,
+            warnings: Vec::new(),
         };
         let mut seen = 0u32;
         for line in lines {
@@ -154,9 +163,22 @@ impl ShardMeta {
                 "shard_bytes" => m.shard_bytes = num(v)?,
                 "timeline_bytes" => m.timeline_bytes = num(v)?,
                 "file" => m.file = PathBuf::from(v),
+                "warning" => {
+                    let (offset, message) = v.split_once(' ').unwrap_or((v, ""));
+                    m.warnings.push(CaptureWarning {
+                        path: String::new(),
+                        offset: num(offset)?,
+                        message: message.to_string(),
+                    });
+                    continue;
+                }
                 _ => return Err(bad(&format!("unknown key {k:?}"))),
             }
             seen += 1;
+        }
+        let path = m.file.display().to_string();
+        for w in &mut m.warnings {
+            w.path.clone_from(&path);
         }
         if seen != 12 {
             return Err(bad(
@@ -236,6 +258,7 @@ pub fn shard(
         records: 0,
         shard_bytes: 0,
         timeline_bytes: 0,
+        warnings: Vec::new(),
     };
     let mut input = FrameInput::EMPTY;
     while let Some(frame) = reader.next_frame()? {
@@ -282,6 +305,7 @@ pub fn shard(
             .map_err(|e| io_err(&tl_path, e))?;
         m.timeline_bytes += TIMELINE_ENTRY as u64;
     }
+    m.warnings = reader.warnings().to_vec();
     for (out, p) in outs.iter_mut().zip(&paths) {
         out.flush().map_err(|e| io_err(p, e))?;
     }
@@ -316,8 +340,8 @@ pub fn shard_metas(dir: &Path) -> Result<Vec<ShardMeta>, Error> {
 }
 
 /// Stage 2 and the merge, on this machine: the diagnosis of every file sharded into `dir`
-/// (one worker thread per partition), and the pass's summary (without the capture
-/// readers' warnings, which stage 1 does not keep).
+/// (one worker thread per partition), and the pass's summary (the capture readers'
+/// warnings those of stage 1, file after file).
 pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), Error> {
     if !o.filter.streams.is_empty() {
         return Err(Error::Shard(
@@ -364,7 +388,11 @@ pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), 
     let summary = Summary {
         first_ts_ns: plan.first_ts.map_or(0, |t| t.0),
         stats: par.stats,
-        capture_warnings: Vec::new(),
+        capture_warnings: plan
+            .files
+            .iter()
+            .flat_map(|(m, _)| m.warnings.iter().cloned())
+            .collect(),
         warnings,
     };
     Ok((assemble_listed(parts.listing.take(), &evidence), summary))
@@ -383,4 +411,47 @@ pub fn diagnose_files(
         shard(f, dir, index, partitions, o)?;
     }
     diagnose_shards(dir, o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metas_read_back_as_written() {
+        let m = ShardMeta {
+            file: PathBuf::from("/data/ring 07.pcap"),
+            index: 7,
+            partitions: 255,
+            frames: 10,
+            first_ts_ns: Some(-5),
+            last_ts_ns: None,
+            other_frames: 1,
+            fragments: 2,
+            undecodable: 3,
+            records: 9,
+            shard_bytes: 400,
+            timeline_bytes: 90,
+            warnings: vec![CaptureWarning {
+                path: "/data/ring 07.pcap".into(),
+                offset: 4096,
+                message: "record longer than the snap length: read".into(),
+            }],
+        };
+        let name = Path::new("f00007.meta");
+        assert_eq!(ShardMeta::parse(&m.to_text(), name).unwrap(), m);
+        // Cut short, another magic, a bad count, 0 partitions: errors naming the file.
+        let text = m.to_text();
+        let cut = &text[..text.find("records").unwrap()];
+        for bad in [
+            cut.to_string(),
+            text.replacen("tcpdx-shard 1", "tcpdx-shard 2", 1),
+            text.replacen("frames 10", "frames ten", 1),
+            text.replacen("partitions 255", "partitions 0", 1),
+            text.replacen("partitions 255", "partitions 256", 1),
+        ] {
+            let e = ShardMeta::parse(&bad, name).unwrap_err().to_string();
+            assert!(e.starts_with("f00007.meta: "), "{e}");
+        }
+    }
 }

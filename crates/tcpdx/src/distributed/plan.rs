@@ -176,6 +176,7 @@ mod tests {
             records: frames.saturating_sub(1),
             shard_bytes: 0,
             timeline_bytes: frames * TIMELINE_ENTRY as u64,
+            warnings: Vec::new(),
         }
     }
 
