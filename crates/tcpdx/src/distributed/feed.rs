@@ -187,3 +187,119 @@ pub(crate) fn feed(
     flush(&mut bufs);
     end
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::mpsc::sync_channel;
+
+    use super::*;
+    use crate::Options;
+    use crate::drive::Source;
+    use crate::parallel::Routing;
+    use crate::parallel::route::read_and_route;
+
+    /// What one worker is told, batch boundaries left out.
+    #[derive(Debug, PartialEq)]
+    enum Told {
+        Origin(i64),
+        Input(u64, Vec<u8>),
+        Sweep(i64),
+        DiagnoserSweep(i64),
+    }
+
+    /// Runs a feeder with `n` workers and collects each one's work.
+    fn collect(
+        n: usize,
+        run: impl FnOnce(Vec<SyncSender<Batch>>, Receiver<Batch>),
+    ) -> Vec<Vec<Told>> {
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| sync_channel::<Batch>(100_000)).unzip();
+        let (_recycle_tx, recycle_rx) = sync_channel::<Batch>(1);
+        run(txs, recycle_rx);
+        rxs.into_iter()
+            .map(|rx| {
+                let mut told = Vec::new();
+                for b in rx.try_iter() {
+                    for w in &b.work {
+                        told.push(match w {
+                            Work::Origin(ts) => Told::Origin(ts.0),
+                            Work::Input(i, at) => Told::Input(i.frame().0, b.payload(*at).to_vec()),
+                            Work::Sweep(ts) => Told::Sweep(ts.0),
+                            Work::DiagnoserSweep(ts) => Told::DiagnoserSweep(ts.0),
+                        });
+                    }
+                }
+                told
+            })
+            .collect()
+    }
+
+    #[test]
+    fn workers_are_told_what_the_reader_tells_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = dir.path().join("storage.pcap");
+        // The storage mix: payloads travel; 40,000 frames: over two diagnoser sweeps.
+        let cfg = tcpdx_testkit::storage_mix::StorageMixConfig {
+            packets: 40_000,
+            ..Default::default()
+        };
+        tcpdx_testkit::storage_mix::write_storage_mix(File::create(&whole).unwrap(), cfg).unwrap();
+        // Cut into 3 consecutive files.
+        let mut r = tcpdx_capture::CaptureReader::open(&whole).unwrap();
+        let mut frames = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            frames.push(tcpdx_testkit::frame::OwnedFrame {
+                no: f.no,
+                ts: f.ts,
+                link: f.link,
+                orig_len: f.orig_len,
+                data: f.data.to_vec(),
+            });
+        }
+        let files: Vec<PathBuf> = frames
+            .chunks(frames.len().div_ceil(3))
+            .enumerate()
+            .map(|(i, c)| {
+                let p = dir.path().join(format!("ring{i}.pcap"));
+                let mut f = File::create(&p).unwrap();
+                tcpdx_testkit::pcap_writer::write_pcap(&mut f, c, true).unwrap();
+                p
+            })
+            .collect();
+        let o = Options::default();
+        let (n, sweep_every) = (3u16, 5_000);
+        let shards = dir.path().join("shards");
+        for (i, f) in files.iter().enumerate() {
+            super::super::shard(f, &shards, i as u32, n, &o).unwrap();
+        }
+        let routing = || Routing {
+            sweep_every,
+            payloads: Some(o.storage_config()),
+            diagnosed: Some(o.filter.clone()),
+        };
+        let stop = AtomicBool::new(false);
+        let want = collect(usize::from(n), |txs, rx| {
+            let reader = Source::Path(whole.clone()).open(1).unwrap();
+            read_and_route(reader, txs, rx, &stop, None, routing());
+        });
+        let metas = super::super::shard_metas(&shards).unwrap();
+        let plan = Plan::new(&shards, metas, sweep_every).unwrap();
+        let failed = Mutex::new(None);
+        let got = collect(usize::from(n), |txs, rx| {
+            feed(&plan, &shards, txs, rx, &stop, &failed);
+        });
+        assert!(failed.lock().unwrap().is_none());
+        let count = |k: fn(&Told) -> bool| want.iter().flatten().filter(|t| k(t)).count();
+        // The test sees what it is about: sweeps of both kinds, payloads, every worker busy.
+        assert!(count(|t| matches!(t, Told::Sweep(_))) >= 3 * 7);
+        assert!(count(|t| matches!(t, Told::DiagnoserSweep(_))) >= 3 * 2);
+        assert!(count(|t| matches!(t, Told::Input(_, p) if !p.is_empty())) > 1_000);
+        assert!(want.iter().all(|w| w.len() > 1_000));
+        for (w, (g, e)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.len(), e.len(), "worker {w}");
+            for (i, (g, e)) in g.iter().zip(e).enumerate() {
+                assert_eq!(g, e, "worker {w}, item {i}");
+            }
+        }
+    }
+}

@@ -32,12 +32,12 @@ pub(crate) struct ReaderEnd {
 
 /// What the reader does besides routing frames.
 pub(crate) struct Routing {
-    pub(super) sweep_every: u64,
+    pub(crate) sweep_every: u64,
     /// Copy the payloads these parsers may read.
-    pub(super) payloads: Option<StorageConfig>,
+    pub(crate) payloads: Option<StorageConfig>,
     /// Count the segments a diagnoser sees (those passing this filter's ports) to
     /// broadcast its sweeps.
-    pub(super) diagnosed: Option<Filter>,
+    pub(crate) diagnosed: Option<Filter>,
 }
 
 /// The worker of a connection: both directions hash alike.
@@ -65,7 +65,7 @@ fn mix(mut x: u64) -> u64 {
 
 /// The reader thread's loop: batches of frames to `workers` until the input ends or
 /// `stop` is set.
-pub(super) fn read_and_route(
+pub(crate) fn read_and_route(
     mut reader: CaptureReader,
     workers: Vec<SyncSender<Batch>>,
     recycled: Receiver<Batch>,
