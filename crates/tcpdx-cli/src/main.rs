@@ -11,7 +11,7 @@ mod progress;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tcpdx::{Capture, Warning};
+use tcpdx::Capture;
 
 use crate::flags::Command;
 
@@ -69,51 +69,11 @@ fn one_line(err: &anyhow::Error) -> String {
 /// returns its result.
 fn warned<T>(c: &Capture, max_flows: usize, r: Result<T, tcpdx::Error>) -> Result<T> {
     if let Some(s) = c.summary() {
-        for w in &s.capture_warnings {
-            eprintln!("tcpdx: warning: {w}");
+        for m in s.messages(max_flows) {
+            eprintln!("tcpdx: {m}");
         }
-        warn_analysis(&s.warnings, &s.stats, max_flows);
     }
     Ok(r?)
-}
-
-fn warn_analysis(warnings: &[Warning], stats: &tcpdx::InputStats, max_flows: usize) {
-    if !warnings.is_empty() {
-        let mut streams: Vec<String> = warnings
-            .iter()
-            .take(10)
-            .map(|w| match w {
-                Warning::StateCapReached { stream, .. } => stream.to_string(),
-                _ => String::new(),
-            })
-            .collect();
-        if warnings.len() > 10 {
-            let at_least = if warnings.len() >= tcpdx::MAX_WARNINGS {
-                "at least "
-            } else {
-                ""
-            };
-            streams.push(format!("... {at_least}{} streams in all", warnings.len()));
-        }
-        eprintln!(
-            "tcpdx: warning: {} segments not tracked because the per-connection unacked-segment cap was reached (streams {}); their ACK RTT and bytes in flight are not reported",
-            stats.capped_segments,
-            streams.join(",")
-        );
-    }
-    if stats.evicted_flows > 0 {
-        eprintln!(
-            "tcpdx: warning: {} connections evicted: more than --max-flows {max_flows} tracked at once; \
-             {} resumed under their stream number, {} forgotten (resumed as new streams)",
-            stats.evicted_flows, stats.resumed_flows, stats.forgotten_flows
-        );
-    }
-    if stats.fragments > 0 {
-        eprintln!(
-            "tcpdx: note: {} IP fragments were not analysed (not reassembled)",
-            stats.fragments
-        );
-    }
 }
 
 /// Adds "writing output" to an output error.

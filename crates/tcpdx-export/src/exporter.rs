@@ -96,7 +96,7 @@ pub type RowCounts = Vec<(&'static str, u64)>;
 /// Writes every table of one capture into a directory. See the module doc.
 pub struct Exporter {
     dir: PathBuf,
-    segments: SegmentRows<Out>,
+    segments: SegmentRows<TableWriter<Out>>,
     flows: TableWriter<Out>,
     transactions: Transactions,
     findings: [TableWriter<Out>; 4],

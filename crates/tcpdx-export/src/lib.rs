@@ -8,6 +8,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod exporter;
 pub mod rows;
 pub mod schema;
@@ -15,3 +17,4 @@ pub mod table;
 
 pub use exporter::{ExportError, ExportErrorKind, Exporter, RowCounts};
 pub use schema::{FORMAT_VERSION, TABLES};
+pub use table::{Cell, RowSink, TableError};

@@ -7,7 +7,7 @@ use tcpdx_core::{Dir, DirSummary, FlowSummary, SegmentAnalysis, SegmentDetail};
 use tcpdx_detect::{Finding, State, TimeBudget};
 use tcpdx_storage::Transaction;
 
-use crate::table::{Cell, TableError, TableWriter};
+use crate::table::{Cell, RowSink, TableError};
 
 /// `c2s` / `s2c`, as in `tcpdx flows --json`.
 pub fn dir_name(d: Dir) -> &'static str {
@@ -48,16 +48,16 @@ impl AddrCache {
 }
 
 /// Writes `segments` rows.
-pub struct SegmentRows<W: std::io::Write + Send> {
+pub struct SegmentRows<T: RowSink> {
     /// The table.
-    pub table: TableWriter<W>,
+    pub table: T,
     addrs: AddrCache,
     flags: String,
 }
 
-impl<W: std::io::Write + Send> SegmentRows<W> {
+impl<T: RowSink> SegmentRows<T> {
     /// Rows into `table`.
-    pub fn new(table: TableWriter<W>) -> Self {
+    pub fn new(table: T) -> Self {
         Self {
             table,
             addrs: AddrCache::default(),
@@ -109,11 +109,7 @@ impl<W: std::io::Write + Send> SegmentRows<W> {
 }
 
 /// One connection's two `flows` rows; `origin_ns` is the capture's first frame.
-pub fn flow_rows<W: std::io::Write + Send>(
-    t: &mut TableWriter<W>,
-    f: &FlowSummary,
-    origin_ns: i64,
-) -> Result<(), TableError> {
+pub fn flow_rows<T: RowSink>(t: &mut T, f: &FlowSummary, origin_ns: i64) -> Result<(), TableError> {
     for (d, dir) in f
         .dirs
         .iter()
@@ -124,8 +120,8 @@ pub fn flow_rows<W: std::io::Write + Send>(
     Ok(())
 }
 
-fn flow_row<W: std::io::Write + Send>(
-    t: &mut TableWriter<W>,
+fn flow_row<T: RowSink>(
+    t: &mut T,
     f: &FlowSummary,
     d: &DirSummary,
     dir: Dir,
@@ -165,8 +161,8 @@ fn flow_row<W: std::io::Write + Send>(
 }
 
 /// One `transactions` row; `origin_ns` is the capture's first frame.
-pub fn transaction_row<W: std::io::Write + Send>(
-    t: &mut TableWriter<W>,
+pub fn transaction_row<T: RowSink>(
+    t: &mut T,
     x: &Transaction,
     origin_ns: i64,
 ) -> Result<(), TableError> {
@@ -205,8 +201,8 @@ pub fn transaction_row<W: std::io::Write + Send>(
 }
 
 /// The `findings`, `evidence` and `episodes` rows of one finding.
-pub fn finding_rows<W: std::io::Write + Send>(
-    tables: [&mut TableWriter<W>; 3],
+pub fn finding_rows<T: RowSink>(
+    tables: [&mut T; 3],
     id: i64,
     f: &Finding,
 ) -> Result<(), TableError> {
@@ -235,10 +231,7 @@ pub fn finding_rows<W: std::io::Write + Send>(
 }
 
 /// The `time_budget` rows: every connection, every state.
-pub fn budget_rows<W: std::io::Write + Send>(
-    t: &mut TableWriter<W>,
-    b: &TimeBudget,
-) -> Result<(), TableError> {
+pub fn budget_rows<T: RowSink>(t: &mut T, b: &TimeBudget) -> Result<(), TableError> {
     for c in &b.connections {
         for s in State::ALL {
             let secs = c.states.get(s);

@@ -89,6 +89,20 @@ enum Values {
     },
 }
 
+/// True if `cell` fits column `c`'s type and nullability.
+pub(crate) fn fits(c: &Col, cell: &Cell<'_>) -> bool {
+    match (c.ty, cell) {
+        (_, Cell::Null) => c.nullable && c.ty != Ty::StrList,
+        (Ty::I32, Cell::I32(_))
+        | (Ty::I64 | Ty::TimestampNs, Cell::I64(_))
+        | (Ty::F64, Cell::F64(_))
+        | (Ty::Bool, Cell::Bool(_))
+        | (Ty::Str, Cell::Str(_))
+        | (Ty::StrList, Cell::Strs(_)) => true,
+        _ => false,
+    }
+}
+
 #[derive(Debug)]
 struct Buf {
     col: Col,
@@ -119,17 +133,7 @@ impl Buf {
 
     /// True if `cell` fits this column's type and nullability.
     fn fits(&self, cell: &Cell<'_>) -> bool {
-        let c = self.col;
-        match (c.ty, cell) {
-            (_, Cell::Null) => c.nullable && c.ty != Ty::StrList,
-            (Ty::I32, Cell::I32(_))
-            | (Ty::I64 | Ty::TimestampNs, Cell::I64(_))
-            | (Ty::F64, Cell::F64(_))
-            | (Ty::Bool, Cell::Bool(_))
-            | (Ty::Str, Cell::Str(_))
-            | (Ty::StrList, Cell::Strs(_)) => true,
-            _ => false,
-        }
+        fits(&self.col, cell)
     }
 
     /// Appends one cell that [`Buf::fits`].
@@ -215,6 +219,19 @@ impl std::error::Error for TableError {}
 impl From<parquet::errors::ParquetError> for TableError {
     fn from(e: parquet::errors::ParquetError) -> Self {
         TableError::Parquet(e)
+    }
+}
+
+/// Where a table's rows go: a Parquet file ([`TableWriter`]) or Arrow record batches
+/// (`crate::arrow::BatchBuilder`), fed by the same row functions of [`crate::rows`].
+pub trait RowSink {
+    /// Appends one row (cells in column order).
+    fn row(&mut self, cells: &[Cell<'_>]) -> Result<(), TableError>;
+}
+
+impl<W: Write + Send> RowSink for TableWriter<W> {
+    fn row(&mut self, cells: &[Cell<'_>]) -> Result<(), TableError> {
+        TableWriter::row(self, cells)
     }
 }
 

@@ -28,6 +28,62 @@ pub struct Summary {
     pub warnings: Vec<Warning>,
 }
 
+impl Summary {
+    /// What the `tcpdx` command says on stderr after this pass, one line each (it prints
+    /// them after `tcpdx: `): `warning: ...` for what the reader read past (a capture cut
+    /// off: analysed up to there), segments not tracked and connections evicted (beyond
+    /// `max_flows`), `note: ...` for fragments not analysed.
+    pub fn messages(&self, max_flows: usize) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .capture_warnings
+            .iter()
+            .map(|w| format!("warning: {w}"))
+            .collect();
+        let stats = &self.stats;
+        if !self.warnings.is_empty() {
+            let mut streams: Vec<String> = self
+                .warnings
+                .iter()
+                .take(10)
+                .map(|w| match w {
+                    Warning::StateCapReached { stream, .. } => stream.to_string(),
+                    _ => String::new(),
+                })
+                .collect();
+            if self.warnings.len() > 10 {
+                let at_least = if self.warnings.len() >= crate::MAX_WARNINGS {
+                    "at least "
+                } else {
+                    ""
+                };
+                streams.push(format!(
+                    "... {at_least}{} streams in all",
+                    self.warnings.len()
+                ));
+            }
+            out.push(format!(
+                "warning: {} segments not tracked because the per-connection unacked-segment cap was reached (streams {}); their ACK RTT and bytes in flight are not reported",
+                stats.capped_segments,
+                streams.join(",")
+            ));
+        }
+        if stats.evicted_flows > 0 {
+            out.push(format!(
+                "warning: {} connections evicted: more than --max-flows {max_flows} tracked at once; \
+                 {} resumed under their stream number, {} forgotten (resumed as new streams)",
+                stats.evicted_flows, stats.resumed_flows, stats.forgotten_flows
+            ));
+        }
+        if stats.fragments > 0 {
+            out.push(format!(
+                "note: {} IP fragments were not analysed (not reassembled)",
+                stats.fragments
+            ));
+        }
+        out
+    }
+}
+
 /// A pass's result: the summary, and what the workers' parts leave (several threads).
 pub(crate) struct Outcome {
     pub(crate) summary: Summary,
@@ -162,6 +218,12 @@ pub(crate) fn single<S: EventSink>(
         if n.is_multiple_of(PROGRESS_EVERY_FRAMES) {
             if let Some(p) = &progress {
                 p.update(reader.input_bytes_read(), n);
+                if p.cancelled() {
+                    return Err(Failed {
+                        error: Error::Cancelled,
+                        summary: None,
+                    });
+                }
             }
             if stop(filter.inner) {
                 break;
@@ -220,6 +282,12 @@ pub(crate) fn parallel<P: Part, S: EventSink, T: StorageSink>(
         .reader
         .as_ref()
         .map_or_else(Vec::new, |r| r.warnings().to_vec());
+    if par.reader.cancelled {
+        return Err(Failed {
+            error: Error::Cancelled,
+            summary: None,
+        });
+    }
     if let Some(error) = par.reader.error {
         return Err(Failed {
             error: Error::Capture(error),

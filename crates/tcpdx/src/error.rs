@@ -31,6 +31,10 @@ pub enum Error {
     ReadTwice,
     /// An analysis thread could not be started or stopped unexpectedly.
     Thread(String),
+    /// A table's rows could not be built (a bug: a row that does not fit its schema).
+    Table(tcpdx_export::TableError),
+    /// The [`Progress`](crate::Progress) callback asked to stop.
+    Cancelled,
     /// The shards of a distributed run are missing, damaged or do not fit together (the
     /// message names the file).
     Shard(String),
@@ -49,6 +53,8 @@ impl fmt::Display for Error {
             Error::Export(e) => e.fmt(f),
             Error::ReadTwice => f.write_str("a capture read from a stream cannot be read twice"),
             Error::Thread(m) | Error::Shard(m) => f.write_str(m),
+            Error::Table(e) => e.fmt(f),
+            Error::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -60,8 +66,32 @@ impl std::error::Error for Error {
             Error::Capture(e) => e.source(),
             Error::Export(e) => e.source(),
             Error::CreateDir { error, .. } => Some(error),
-            Error::Spill { .. } | Error::ReadTwice | Error::Thread(_) | Error::Shard(_) => None,
+            Error::Spill { .. }
+            | Error::ReadTwice
+            | Error::Thread(_)
+            | Error::Table(_)
+            | Error::Cancelled
+            | Error::Shard(_) => None,
         }
+    }
+}
+
+impl Error {
+    /// The error and its causes on one line, each cause said once (a cause whose text the
+    /// message already holds is not repeated): what the `tcpdx` command prints after
+    /// `tcpdx: `.
+    pub fn one_line(&self) -> String {
+        let mut line = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            cause = c.source();
+        }
+        line
     }
 }
 

@@ -52,6 +52,8 @@ mod error;
 mod options;
 mod parallel;
 mod spill;
+#[cfg(feature = "arrow")]
+pub mod tables;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -79,6 +81,13 @@ use diagnosis::{CaptureDiagnoser, Evidence, assemble_listed};
 use drive::{Failed, NoEvents, NoStorage, Outcome, Source};
 use parallel::Parts;
 use parallel::part;
+
+/// The document `tcpdx diagnose --json` prints for `d` (with its final newline).
+pub fn diagnosis_json(d: &Diagnosis) -> std::io::Result<String> {
+    let mut out = Vec::new();
+    tcpdx_report::write_diagnosis_json(&mut out, d)?;
+    String::from_utf8(out).map_err(std::io::Error::other)
+}
 
 /// A packet capture to analyse: a file (read again for each pass) or a stream (one pass).
 pub struct Capture {

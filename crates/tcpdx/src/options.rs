@@ -88,6 +88,13 @@ pub trait Progress: Send + Sync {
     fn update(&self, bytes: u64, frames: u64);
     /// The pass read its last frame.
     fn finish(&self) {}
+    /// Asked after each [`Progress::update`]: true ends the pass with [`Error::Cancelled`]
+    /// (Ctrl-C in the Python API).
+    ///
+    /// [`Error::Cancelled`]: crate::Error::Cancelled
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Frames between two [`Progress::update`] calls (an update costs a time check).

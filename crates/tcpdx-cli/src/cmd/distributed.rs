@@ -13,7 +13,7 @@ use tcpdx::distributed;
 use tcpdx_report::{write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 
 use crate::flags::Analysis;
-use crate::{out_err, warn_analysis};
+use crate::out_err;
 
 /// `tcpdx shard` options.
 #[derive(Debug, Args)]
@@ -67,10 +67,9 @@ pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
 /// Runs `tcpdx diagnose-shards`.
 pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
     let (d, summary) = distributed::diagnose_shards(&a.dir, &a.analysis.options("merging"))?;
-    for w in &summary.capture_warnings {
-        eprintln!("tcpdx: warning: {w}");
+    for m in summary.messages(a.analysis.max_flows) {
+        eprintln!("tcpdx: {m}");
     }
-    warn_analysis(&summary.warnings, &summary.stats, a.analysis.max_flows);
     let mut out = BufWriter::new(io::stdout().lock());
     if a.json {
         out_err(write_diagnosis_json(&mut out, &d))?;

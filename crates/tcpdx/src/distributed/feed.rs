@@ -105,6 +105,7 @@ pub(crate) fn feed(
         stats: plan.other.clone(),
         first_ts: plan.first_ts,
         error: None,
+        cancelled: false,
     };
     let fail = |e: Error| {
         *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);

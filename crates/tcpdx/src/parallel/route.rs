@@ -28,6 +28,8 @@ pub(crate) struct ReaderEnd {
     pub(crate) first_ts: Option<Timestamp>,
     /// The read error that ended the input early, if any.
     pub(crate) error: Option<CaptureError>,
+    /// The progress callback asked to stop ([`Progress::cancelled`]).
+    pub(crate) cancelled: bool,
 }
 
 /// What the reader does besides routing frames.
@@ -92,6 +94,7 @@ pub(crate) fn read_and_route(
     let mut in_batch = 0usize;
     let mut batch_bytes = 0usize;
     let mut frames = 0u64;
+    let mut cancelled = false;
     // Every frame is decoded here, in place (`FrameInput::decode_from`).
     let mut input = FrameInput::EMPTY;
     // Every worker gets a batch at each flush, empty or not: the merge takes one from each.
@@ -213,8 +216,9 @@ pub(crate) fn read_and_route(
             batch_bytes = 0;
             if let Some(p) = &progress {
                 p.update(reader.input_bytes_read(), frames);
+                cancelled = p.cancelled();
             }
-            if !flush(&mut bufs) || stop.load(Ordering::Relaxed) {
+            if !flush(&mut bufs) || stop.load(Ordering::Relaxed) || cancelled {
                 break;
             }
         }
@@ -228,6 +232,7 @@ pub(crate) fn read_and_route(
         stats,
         first_ts,
         error,
+        cancelled,
     }
 }
 
