@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use tcpdx::distributed;
-use tcpdx_report::{write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
 
 use crate::flags::Analysis;
 use crate::out_err;
@@ -70,14 +69,9 @@ pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
     for m in summary.messages(a.analysis.max_flows) {
         eprintln!("tcpdx: {m}");
     }
+    let text = distributed::render(&d, a.json, a.all)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    if a.json {
-        out_err(write_diagnosis_json(&mut out, &d))?;
-    } else if a.all {
-        out_err(write_diagnosis_text_all(&mut out, &d))?;
-    } else {
-        out_err(write_diagnosis_text(&mut out, &d))?;
-    }
+    out_err(out.write_all(text.as_bytes()))?;
     out_err(out.flush())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -398,6 +398,21 @@ pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), 
     Ok((assemble_listed(parts.listing.take(), &evidence), summary))
 }
 
+/// What `tcpdx diagnose` prints of `d`: its JSON document (`json`), every finding in full
+/// (`all`), or the verdict and the findings grouped by pattern.
+pub fn render(d: &Diagnosis, json: bool, all: bool) -> Result<String, Error> {
+    let mut out = Vec::new();
+    let r = if json {
+        tcpdx_report::write_diagnosis_json(&mut out, d)
+    } else if all {
+        tcpdx_report::write_diagnosis_text_all(&mut out, d)
+    } else {
+        tcpdx_report::write_diagnosis_text(&mut out, d)
+    };
+    r.map_err(|e| Error::Shard(format!("rendering the diagnosis: {e}")))?;
+    String::from_utf8(out).map_err(|e| Error::Shard(format!("rendering the diagnosis: {e}")))
+}
+
 /// The whole run on this machine (stage 1 for each file in turn, then
 /// [`diagnose_shards`]), shards in `dir`: what the distributed run computes.
 pub fn diagnose_files(
