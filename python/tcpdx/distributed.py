@@ -2,18 +2,20 @@
 
 The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
 
-- stage 1, one Ray task per capture file: ``tcpdx shard`` reads and decodes it and writes
+- stage 1, one Ray task per capture file: ``shard`` reads and decodes it and writes
   each TCP frame's analysis input (headers, and storage payloads where a storage parser
   reads them) into one shard per partition, by the direction-free connection hash;
-- stage 2 and the merge, one Ray task: ``tcpdx diagnose-shards`` replays each partition on
+- stage 2 and the merge, one Ray task: ``diagnose_shards`` replays each partition on
   its own worker thread, numbers streams globally and ranks the findings, and prints what
   ``tcpdx diagnose`` prints on the files read as one capture.
 
 The shards go to a directory every node sees (``--shard-dir``: a shared file system on a
 real cluster; a local temporary directory for ``--address local``). Consecutive files (a
 ring buffer) are read as one capture, in time order; files overlapping in time are
-refused (merge them with ``mergecap`` first). The tasks run the ``tcpdx`` binary found as
-``$TCPDX_BIN`` or on ``PATH`` on each node.
+refused (merge them with ``mergecap`` first). The tasks run the stages in this package's
+native module, or (without it, or with ``TCPDX_RAY_STAGES=binary``) the ``tcpdx`` binary
+found as ``$TCPDX_BIN`` or on ``PATH`` on each node, whose hidden subcommands ``tcpdx
+shard`` and ``tcpdx diagnose-shards`` are the same stages.
 
 ``--address``: ``local`` starts Ray in this process with 2 CPUs; ``auto`` joins the
 cluster started on this machine by ``ray start --head``; ``ray://host:10001`` a remote
@@ -39,12 +41,34 @@ class TcpdxError(RuntimeError):
     """A stage failed: the message is tcpdx's one line (file, offset, what was wrong)."""
 
 
+def native_stages() -> bool:
+    """Whether this package's native module runs the stages (else the tcpdx binary does;
+    ``TCPDX_RAY_STAGES=binary`` forces the binary)."""
+    if os.environ.get("TCPDX_RAY_STAGES") == "binary":
+        return False
+    try:
+        from tcpdx import _native
+    except ImportError:
+        return False
+    return hasattr(_native, "shard") and hasattr(_native, "diagnose_shards")
+
+
 def tcpdx_binary() -> str:
     """The tcpdx binary the tasks run: ``$TCPDX_BIN``, else ``tcpdx`` on ``PATH``."""
     found = os.environ.get("TCPDX_BIN") or shutil.which("tcpdx")
     if not found:
         raise TcpdxError("tcpdx not found: set TCPDX_BIN or put tcpdx on PATH")
     return found
+
+
+def cli_flags(options: dict) -> list[str]:
+    """The tcpdx flags of analysis ``options`` (port, decode_as, max_flows)."""
+    flags = [x for port in options.get("port", []) for x in ("--port", str(port))]
+    for port, proto in sorted((options.get("decode_as") or {}).items()):
+        flags += ["--decode-as", f"{port}={proto}"]
+    if options.get("max_flows") is not None:
+        flags += ["--max-flows", str(options["max_flows"])]
+    return flags
 
 
 def _run(args: list[str]) -> str:
@@ -59,22 +83,45 @@ def _run_both(args: list[str]) -> tuple[str, str]:
     return p.stdout, p.stderr
 
 
+def _native_call(f, *args, **kwargs):
+    """A native stage; its errors as :class:`TcpdxError` (their one line)."""
+    try:
+        return f(*args, **kwargs)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise TcpdxError(str(e)) from None
+
+
 @ray.remote
 def shard_task(
-    binary: str, file: str, out: str, index: int, partitions: int, flags: list[str]
+    binary: str | None, file: str, out: str, index: int, partitions: int, options: dict
 ) -> dict:
-    """Stage 1 of one file: its shard meta as a dict (frames, bytes written, ...)."""
-    text = _run(
-        [binary, "shard", file, "--out", out, "--index", str(index)]
-        + ["--partitions", str(partitions), *flags]
-    )
+    """Stage 1 of one file (native, or ``binary`` when given): its shard meta as a dict."""
+    if binary is None:
+        from tcpdx import _native
+
+        text = _native_call(_native.shard, file, out, index, partitions, **options)
+    else:
+        text = _run(
+            [binary, "shard", file, "--out", out, "--index", str(index)]
+            + ["--partitions", str(partitions), *cli_flags(options)]
+        )
     return parse_meta(text)
 
 
 @ray.remote
-def diagnose_shards_task(binary: str, out: str, flags: list[str]) -> tuple[str, str]:
-    """Stage 2 and the merge: what ``tcpdx diagnose`` prints, and its warnings."""
-    return _run_both([binary, "diagnose-shards", out, *flags])
+def diagnose_shards_task(
+    binary: str | None, out: str, json: bool, all_findings: bool, options: dict
+) -> tuple[str, str]:
+    """Stage 2 and the merge: what ``tcpdx diagnose`` prints, and its stderr lines."""
+    if binary is None:
+        from tcpdx import _native
+
+        text, lines = _native_call(
+            _native.diagnose_shards, out, json=json, all=all_findings, **options
+        )
+        return text, "".join(f"tcpdx: {line}\n" for line in lines)
+    render = (["--json"] if json else []) + (["--all"] if all_findings else [])
+    return _run_both([binary, "diagnose-shards", out, *cli_flags(options), *render])
 
 
 @ray.remote
@@ -125,17 +172,18 @@ def diagnose(
     all_findings: bool = False,
     partitions: int | None = None,
     shard_dir: str | None = None,
-    flags: list[str] | None = None,
+    options: dict | None = None,
     stats: dict | None = None,
 ) -> str:
     """The text ``tcpdx diagnose [--json] FILES...`` prints for ``files`` read as one
-    capture, computed on the connected Ray cluster. ``flags`` are analysis flags for both
-    stages (``--port``, ``--decode-as``, ``--max-flows``...). ``stats``, if given, gets
-    the stage-1 metas and the shard bytes."""
+    capture, computed on the connected Ray cluster. ``options``: analysis options of both
+    stages, as the package's functions take them (``port``, ``decode_as``,
+    ``max_flows``). ``stats``, if given, gets the stage-1 metas and the shard bytes. The
+    stages' warnings go to stderr as tcpdx prints them."""
     if not files:
         raise TcpdxError("no capture files given")
-    binary = tcpdx_binary()
-    flags = list(flags or [])
+    binary = None if native_stages() else tcpdx_binary()
+    options = dict(options or {})
     n = partitions or default_partitions()
     if not 1 <= n <= MAX_PARTITIONS:
         raise TcpdxError(f"{n} partitions: give 1 to {MAX_PARTITIONS}")
@@ -145,28 +193,24 @@ def diagnose(
         Path(out).mkdir(parents=True, exist_ok=True)
         paths = [str(Path(f).resolve()) for f in files]
         metas = ray.get(
-            [
-                shard_task.remote(binary, f, out, i, n, flags)
-                for i, f in enumerate(paths)
-            ]
+            [shard_task.remote(binary, f, out, i, n, options) for i, f in enumerate(paths)]
         )
-        render = (["--json"] if json else []) + (["--all"] if all_findings else [])
         text, warnings = ray.get(
-            diagnose_shards_task.remote(binary, out, flags + render)
+            diagnose_shards_task.remote(binary, out, json, all_findings, options)
         )
-        # The readers' and the analysis' warnings, on stderr as tcpdx shows them.
         sys.stderr.write(warnings)
         if stats is not None:
             stats["metas"] = metas
             stats["shard_bytes"] = sum(m["shard_bytes"] for m in metas)
             stats["frames"] = sum(m["frames"] for m in metas)
+            stats["native"] = binary is None
         return text
     finally:
         if own:
             shutil.rmtree(out, ignore_errors=True)
 
 
-def export(files: list[str], out: str, *, flags: list[str] | None = None) -> None:
+def export(files: list[str], out: str, *, options: dict | None = None) -> None:
     """What ``tcpdx export FILE -o OUT`` writes, run as a Ray task (one capture file: the
     export is not split into stages yet)."""
     if len(files) != 1:
@@ -180,9 +224,25 @@ def export(files: list[str], out: str, *, flags: list[str] | None = None) -> Non
             tcpdx_binary(),
             str(Path(files[0]).resolve()),
             str(Path(out).resolve()),
-            list(flags or []),
+            cli_flags(options or {}),
         )
     )
+
+
+def analysis_options(a: argparse.Namespace) -> dict:
+    """The analysis options of the command line's flags."""
+    decode_as = {}
+    for d in a.decode_as:
+        port, sep, proto = d.partition("=")
+        if not sep or not port.isdigit():
+            raise TcpdxError(f"--decode-as {d!r}: give PORT=PROTO (e.g. 2050=nfs)")
+        decode_as[int(port)] = proto
+    options: dict = {"port": a.port}
+    if decode_as:
+        options["decode_as"] = decode_as
+    if a.max_flows is not None:
+        options["max_flows"] = a.max_flows
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,16 +259,14 @@ def main(argv: list[str] | None = None) -> int:
             help="local (Ray in this process, 2 CPUs), auto (the cluster of `ray start "
             "--head` on this machine) or ray://host:10001",
         )
-        p.add_argument("--port", action="append", default=[], help="as tcpdx --port")
-        p.add_argument("--decode-as", action="append", default=[], help="as tcpdx")
-        p.add_argument("--max-flows", help="as tcpdx --max-flows")
+        p.add_argument("--port", action="append", type=int, default=[], help="as tcpdx --port")
+        p.add_argument("--decode-as", action="append", default=[], help="PORT=PROTO, as tcpdx")
+        p.add_argument("--max-flows", type=int, help="as tcpdx --max-flows")
         p.add_argument("files", nargs="+")
         if name == "diagnose":
             p.add_argument("--json", action="store_true")
             p.add_argument("--all", action="store_true")
-            p.add_argument(
-                "--partitions", type=int, help="stage 2 partitions (default: CPUs)"
-            )
+            p.add_argument("--partitions", type=int, help="stage 2 partitions (default: CPUs)")
             p.add_argument(
                 "--shard-dir",
                 help="a directory every node sees (default: a temporary one, removed after)",
@@ -216,11 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
-    flags = [x for port in a.port for x in ("--port", port)]
-    flags += [x for d in a.decode_as for x in ("--decode-as", d)]
-    if a.max_flows:
-        flags += ["--max-flows", a.max_flows]
     try:
+        options = analysis_options(a)
         connect(a.address)
         if a.command == "diagnose":
             sys.stdout.write(
@@ -230,11 +285,11 @@ def main(argv: list[str] | None = None) -> int:
                     all_findings=a.all,
                     partitions=a.partitions,
                     shard_dir=a.shard_dir,
-                    flags=flags,
+                    options=options,
                 )
             )
         else:
-            export(a.files, a.output, flags=flags)
+            export(a.files, a.output, options=options)
     except (TcpdxError, ray.exceptions.RayTaskError) as e:
         cause = getattr(e, "cause", None) or e
         print(f"tcpdx-ray: {cause}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """tcpdx-ray on a local Ray cluster (2 CPUs, in this process): it prints what tcpdx
-prints, on lab fixtures whole and cut into a ring buffer.
+prints, on lab fixtures whole and cut into a ring buffer; the stages run in the package's
+native module (one test runs them through the tcpdx binary instead).
 
-Needs the tcpdx binary: $TCPDX_BIN, else the workspace's target/{release,debug}/tcpdx.
+Needs the tcpdx binary to compare with (and for export): $TCPDX_BIN, else the workspace's
+target/{release,debug}/tcpdx.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import ray
+
 from tcpdx import distributed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,9 +29,7 @@ def binary() -> str:
         p = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / kind / "tcpdx"
         if p.exists():
             return str(p)
-    raise AssertionError(
-        "build tcpdx first (cargo build -p tcpdx-cli) or set TCPDX_BIN"
-    )
+    raise AssertionError("build tcpdx first (cargo build -p tcpdx-cli) or set TCPDX_BIN")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,9 +41,7 @@ def cluster():
 
 
 def tcpdx(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [binary(), *args], check=False, capture_output=True, text=True
-    )
+    return subprocess.run([binary(), *args], check=False, capture_output=True, text=True)
 
 
 def ray_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -75,6 +74,7 @@ def ring(path: Path, tmp: Path, per_file: int) -> list[str]:
     ["case000_rto_delack/server.pcap.gz", "case003_nfs_write_stall/server.pcap.gz"],
 )
 def test_diagnose_json_equals_tcpdx(capsys, case):
+    assert distributed.native_stages(), "the native module has the stages"
     f = str(LAB / case)
     want = tcpdx("diagnose", "--json", f)
     assert want.returncode == 0, want.stderr
@@ -88,9 +88,7 @@ def test_diagnose_text_equals_tcpdx_in_three_partitions(capsys):
     f = str(LAB / "smb3_write_loss1pct" / "server.pcap.gz")
     want = tcpdx("diagnose", f)
     assert want.returncode == 0, want.stderr
-    code, out, err = ray_cli(
-        capsys, "diagnose", "--address", "local", "--partitions", "3", f
-    )
+    code, out, err = ray_cli(capsys, "diagnose", "--address", "local", "--partitions", "3", f)
     assert code == 0, err
     assert out == want.stdout
     assert out.startswith("Verdict:")
@@ -103,9 +101,7 @@ def test_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
     assert want.returncode == 0, want.stderr
     # Given newest first: the files are read in time order all the same.
     stats: dict = {}
-    out = distributed.diagnose(
-        list(reversed(files)), json=True, partitions=2, stats=stats
-    )
+    out = distributed.diagnose(list(reversed(files)), json=True, partitions=2, stats=stats)
     assert out == want.stdout
     # Every file sharded: all but the last hold 200 frames.
     counts = sorted(m["frames"] for m in stats["metas"])
@@ -136,11 +132,48 @@ def test_export_writes_the_tables_of_tcpdx_export(capsys, tmp_path):
     want_dir, got_dir = tmp_path / "want", tmp_path / "got"
     r = tcpdx("export", f, "-o", str(want_dir))
     assert r.returncode == 0, r.stderr
-    code, _, err = ray_cli(
-        capsys, "export", "--address", "local", f, "-o", str(got_dir)
-    )
+    code, _, err = ray_cli(capsys, "export", "--address", "local", f, "-o", str(got_dir))
     assert code == 0, err
     want = sorted(p.name for p in want_dir.iterdir())
     assert want and sorted(p.name for p in got_dir.iterdir()) == want
     for name in want:
         assert (got_dir / name).read_bytes() == (want_dir / name).read_bytes(), name
+
+
+def test_the_binary_runs_the_same_stages(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TCPDX_RAY_STAGES", "binary")
+    assert not distributed.native_stages()
+    whole = LAB / "case003_nfs_write_stall" / "server.pcap.gz"
+    files = ring(whole, tmp_path, 150)
+    want = tcpdx("diagnose", "--json", "--port", "2049", str(whole))
+    assert want.returncode == 0, want.stderr
+    stats: dict = {}
+    out = distributed.diagnose(
+        files, json=True, partitions=3, options={"port": [2049]}, stats=stats
+    )
+    assert out == want.stdout
+    assert not stats["native"]
+    # The flags reach the binary: --port leaves the other connections out.
+    assert out != tcpdx("diagnose", "--json", str(whole)).stdout
+
+
+def test_options_reach_the_native_stages(capsys):
+    f = str(LAB / "case003_nfs_write_stall" / "server.pcap.gz")
+    want = tcpdx("diagnose", "--json", "--port", "2049", "--decode-as", "2050=nfs", f)
+    assert want.returncode == 0, want.stderr
+    code, out, err = ray_cli(
+        capsys,
+        "diagnose",
+        "--address",
+        "local",
+        "--json",
+        "--port",
+        "2049",
+        "--decode-as",
+        "2050=nfs",
+        f,
+    )
+    assert code == 0, err
+    assert out == want.stdout
+    code, _, err = ray_cli(capsys, "diagnose", "--address", "local", "--decode-as", "nfs", f)
+    assert code == 2 and "PORT=PROTO" in err
