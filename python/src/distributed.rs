@@ -65,9 +65,35 @@ fn diagnose_shards(
     .map_err(super::py_err)
 }
 
+/// The export of the shards in `dir`: the tables `tcpdx export` writes of the files
+/// concatenated, into `out`, `source` as their `tcpdx.source`; returns each table's rows.
+#[pyfunction]
+#[pyo3(signature = (dir, out, source, *, max_flows=None, decode_as=None, port=vec![]))]
+#[allow(clippy::too_many_arguments)]
+fn export_shards(
+    py: Python<'_>,
+    dir: PathBuf,
+    out: PathBuf,
+    source: String,
+    max_flows: Option<usize>,
+    decode_as: Option<HashMap<u16, String>>,
+    port: Vec<u16>,
+) -> PyResult<Vec<(String, u64)>> {
+    let o = options(dir.clone(), max_flows, decode_as, port)?;
+    py.detach(|| distributed::export_shards(&dir, &out, &o, &[("tcpdx.source", &source)]))
+        .map(|counts| {
+            counts
+                .into_iter()
+                .map(|(t, n)| (t.to_string(), n))
+                .collect()
+        })
+        .map_err(super::py_err)
+}
+
 /// Adds the stages to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard, m)?)?;
     m.add_function(wrap_pyfunction!(diagnose_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(export_shards, m)?)?;
     Ok(())
 }

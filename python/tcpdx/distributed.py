@@ -1,4 +1,5 @@
-"""tcpdx on a Ray cluster: ``tcpdx-ray diagnose --address ADDR [--json] FILES...``.
+"""tcpdx on a Ray cluster: ``tcpdx-ray diagnose --address ADDR [--json] FILES...`` and
+``tcpdx-ray export --address ADDR FILES... -o DIR``.
 
 The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
 
@@ -7,7 +8,9 @@ The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
   reads them) into one shard per partition, by the direction-free connection hash;
 - stage 2 and the merge, one Ray task: ``diagnose_shards`` replays each partition on
   its own worker thread, numbers streams globally and ranks the findings, and prints what
-  ``tcpdx diagnose`` prints on the files read as one capture.
+  ``tcpdx diagnose`` prints on the files read as one capture;
+- or, for ``export``, one Ray task replays the shards in capture order into one analyzer
+  and writes the tables ``tcpdx export`` writes.
 
 The shards go to a directory every node sees (``--shard-dir``: a shared file system on a
 real cluster; a local temporary directory for ``--address local``). Consecutive files (a
@@ -125,9 +128,19 @@ def diagnose_shards_task(
 
 
 @ray.remote
-def export_task(binary: str, file: str, out: str, flags: list[str]) -> str:
-    """``tcpdx export`` of one capture into ``out`` (run whole, on one node)."""
-    return _run([binary, "export", file, "-o", out, *flags])
+def export_shards_task(
+    binary: str | None, out: str, tables: str, source: str, options: dict
+) -> str:
+    """The tables ``tcpdx export`` writes of the sharded files, into ``tables``; returns
+    the summary line tcpdx prints."""
+    if binary is None:
+        from tcpdx import _native
+
+        counts = _native_call(_native.export_shards, out, tables, source, **options)
+        rows = ", ".join(f"{t} {n}" for t, n in counts)
+        return f"tcpdx: wrote {len(counts)} tables to {tables}: {rows}\n"
+    cmd = [binary, "export-shards", out, "-o", tables, "--source", source]
+    return _run_both(cmd + cli_flags(options))[1]
 
 
 def parse_meta(text: str) -> dict:
@@ -210,23 +223,36 @@ def diagnose(
             shutil.rmtree(out, ignore_errors=True)
 
 
-def export(files: list[str], out: str, *, options: dict | None = None) -> None:
-    """What ``tcpdx export FILE -o OUT`` writes, run as a Ray task (one capture file: the
-    export is not split into stages yet)."""
-    if len(files) != 1:
-        raise TcpdxError(
-            "tcpdx-ray export takes one capture file (the staged export of several is "
-            "not there yet)"
-        )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    ray.get(
-        export_task.remote(
-            tcpdx_binary(),
-            str(Path(files[0]).resolve()),
-            str(Path(out).resolve()),
-            cli_flags(options or {}),
-        )
-    )
+def export(
+    files: list[str],
+    out: str,
+    *,
+    partitions: int | None = None,
+    shard_dir: str | None = None,
+    options: dict | None = None,
+) -> str:
+    """What ``tcpdx export FILE -o OUT`` writes, for ``files`` read as one capture: stage 1
+    as Ray tasks, then one task replays the shards in capture order into the tables (one
+    analyzer: the segments table is in frame order). Their ``tcpdx.source`` names the files
+    as given. Returns the summary line tcpdx prints on stderr."""
+    if not files:
+        raise TcpdxError("no capture files given")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise TcpdxError(f"{out}: exists and is not a directory")
+    binary = None if native_stages() else tcpdx_binary()
+    options = dict(options or {})
+    n = partitions or default_partitions()
+    own = shard_dir is None
+    shards = shard_dir or tempfile.mkdtemp(prefix="tcpdx-shards-")
+    try:
+        Path(shards).mkdir(parents=True, exist_ok=True)
+        paths = [str(Path(f).resolve()) for f in files]
+        ray.get([shard_task.remote(binary, f, shards, i, n, options) for i, f in enumerate(paths)])
+        tables = str(Path(out).resolve())
+        return ray.get(export_shards_task.remote(binary, shards, tables, " ".join(files), options))
+    finally:
+        if own:
+            shutil.rmtree(shards, ignore_errors=True)
 
 
 def analysis_options(a: argparse.Namespace) -> dict:
@@ -263,14 +289,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--decode-as", action="append", default=[], help="PORT=PROTO, as tcpdx")
         p.add_argument("--max-flows", type=int, help="as tcpdx --max-flows")
         p.add_argument("files", nargs="+")
+        p.add_argument("--partitions", type=int, help="stage 2 partitions (default: CPUs)")
+        p.add_argument(
+            "--shard-dir",
+            help="a directory every node sees (default: a temporary one, removed after)",
+        )
         if name == "diagnose":
             p.add_argument("--json", action="store_true")
             p.add_argument("--all", action="store_true")
-            p.add_argument("--partitions", type=int, help="stage 2 partitions (default: CPUs)")
-            p.add_argument(
-                "--shard-dir",
-                help="a directory every node sees (default: a temporary one, removed after)",
-            )
         else:
             p.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
@@ -289,7 +315,15 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         else:
-            export(a.files, a.output, options=options)
+            sys.stderr.write(
+                export(
+                    a.files,
+                    a.output,
+                    partitions=a.partitions,
+                    shard_dir=a.shard_dir,
+                    options=options,
+                )
+            )
     except (TcpdxError, ray.exceptions.RayTaskError) as e:
         cause = getattr(e, "cause", None) or e
         print(f"tcpdx-ray: {cause}", file=sys.stderr)

@@ -62,6 +62,9 @@ pub enum Command {
     /// Stage 2 and merge of a distributed diagnosis: prints what `diagnose` prints.
     #[command(hide = true)]
     DiagnoseShards(crate::cmd::distributed::DiagnoseShardsArgs),
+    /// Export of a distributed run's shards: writes what `export` writes.
+    #[command(hide = true)]
+    ExportShards(crate::cmd::distributed::ExportShardsArgs),
 }
 
 /// The analysis flags, the same on every command.
@@ -268,6 +271,7 @@ const SUBCOMMANDS: &[&str] = &[
     "help",
     "shard",
     "diagnose-shards",
+    "export-shards",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
@@ -336,6 +340,7 @@ mod tests {
                 | Command::Annotate(AnnotateArgs { input, .. }) => &input.analysis,
                 Command::Shard(a) => &a.analysis,
                 Command::DiagnoseShards(a) => &a.analysis,
+                Command::ExportShards(a) => &a.analysis,
             };
             let o = a.options("reading");
             assert_eq!(o.max_flows, Some(7), "{cmd}");

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Annotate(a) => cmd::annotate::run(&a),
         Command::Shard(a) => cmd::distributed::shard(&a),
         Command::DiagnoseShards(a) => cmd::distributed::diagnose_shards(&a),
+        Command::ExportShards(a) => cmd::distributed::export_shards(&a),
     };
     match result {
         Ok(code) => code,

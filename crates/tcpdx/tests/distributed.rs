@@ -241,3 +241,50 @@ fn sweeps_across_a_ring_buffer_of_many_short_connections() {
     let files = cut(&whole, 7, dir.path());
     check(&whole, &files, 3);
 }
+
+/// Every file of the two directories, name and bytes.
+fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn export_of_a_ring_buffer_equals_the_whole_capture() {
+    let meta = [("tcpdx_version", "test")];
+    let o = Options::default();
+    for case in [
+        "case003_nfs_write_stall/server.pcap.gz",
+        "smb3_write_loss1pct/client.pcap.gz",
+        "case001_reorder_behind/client.pcap.gz",
+    ] {
+        let path = repo(&format!("tests/data/lab/{case}"));
+        let dir = tempfile::tempdir().unwrap();
+        let want = dir.path().join("want");
+        Capture::open(&path).export(&o, &want, &meta).unwrap();
+        let files = cut(&path, 5, dir.path());
+        let shards = dir.path().join("shards");
+        for (i, f) in files.iter().enumerate() {
+            distributed::shard(f, &shards, i as u32, 3, &o).unwrap();
+        }
+        let got = dir.path().join("got");
+        let rows = distributed::export_shards(&shards, &got, &o, &meta).unwrap();
+        let (w, g) = (tables(&want), tables(&got));
+        assert!(w.len() >= 5, "{case}: {} tables", w.len());
+        assert_eq!(
+            g.iter().map(|t| &t.0).collect::<Vec<_>>(),
+            w.iter().map(|t| &t.0).collect::<Vec<_>>()
+        );
+        for (a, b) in g.iter().zip(&w) {
+            assert!(a.1 == b.1, "{case}: {} differs", a.0);
+        }
+        assert!(format!("{rows:?}").contains(char::is_numeric));
+    }
+}

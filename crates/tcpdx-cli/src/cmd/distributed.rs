@@ -49,6 +49,23 @@ pub struct DiagnoseShardsArgs {
     pub all: bool,
 }
 
+/// `tcpdx export-shards` options.
+#[derive(Debug, Args)]
+pub struct ExportShardsArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// Directory of the Parquet tables (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The `tcpdx.source` metadata of the tables (default: the sharded files, in time
+    /// order, separated by spaces).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+}
+
 /// Runs `tcpdx shard`: prints the file's shard meta.
 pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
     let m = distributed::shard(
@@ -73,5 +90,32 @@ pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
     let mut out = BufWriter::new(io::stdout().lock());
     out_err(out.write_all(text.as_bytes()))?;
     out_err(out.flush())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tcpdx export-shards`: the tables `tcpdx export` writes of the files concatenated.
+pub fn export_shards(a: &ExportShardsArgs) -> Result<ExitCode> {
+    if a.output.exists() && !a.output.is_dir() {
+        anyhow::bail!("{}: exists and is not a directory", a.output.display());
+    }
+    let source = match &a.source {
+        Some(s) => s.clone(),
+        None => {
+            let metas = distributed::check_consecutive(distributed::shard_metas(&a.dir)?)?;
+            let files: Vec<String> = metas.iter().map(|m| m.file.display().to_string()).collect();
+            files.join(" ")
+        }
+    };
+    let o = a.analysis.options("exporting");
+    let counts = distributed::export_shards(&a.dir, &a.output, &o, &[("tcpdx.source", &source)])?;
+    let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    let mut err = io::stderr().lock();
+    writeln!(
+        err,
+        "tcpdx: wrote {} tables to {}: {}",
+        counts.len(),
+        a.output.display(),
+        list.join(", ")
+    )?;
     Ok(ExitCode::SUCCESS)
 }

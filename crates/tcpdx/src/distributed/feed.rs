@@ -21,7 +21,7 @@ use crate::parallel::ReaderEnd;
 use crate::parallel::batch::{BATCH, BATCH_BYTES, Batch, COPIED, Payload, Work};
 
 /// One partition's records, file after file.
-struct PartReader<'a> {
+pub(super) struct PartReader<'a> {
     plan: &'a Plan,
     dir: &'a Path,
     p: u16,
@@ -29,18 +29,33 @@ struct PartReader<'a> {
     file: usize,
     dec: Option<(Decoder<BufReader<File>>, PathBuf)>,
     /// The next record (global frame number set) and its payload.
-    head: Option<FrameInput>,
-    payload: Vec<u8>,
+    pub(super) head: Option<FrameInput>,
+    pub(super) payload: Vec<u8>,
 }
 
-impl PartReader<'_> {
+impl<'a> PartReader<'a> {
+    /// The reader of partition `p` of the files of `plan` in `dir`, at its first record.
+    pub(super) fn new(plan: &'a Plan, dir: &'a Path, p: u16) -> Result<Self, Error> {
+        let mut r = PartReader {
+            plan,
+            dir,
+            p,
+            file: 0,
+            dec: None,
+            head: None,
+            payload: Vec::new(),
+        };
+        r.advance()?;
+        Ok(r)
+    }
+
     /// The next record's global frame ([`u64::MAX`] past the last).
-    fn frame(&self) -> u64 {
+    pub(super) fn frame(&self) -> u64 {
         self.head.as_ref().map_or(u64::MAX, |h| h.frame().0)
     }
 
     /// Reads the next record into `head`.
-    fn advance(&mut self) -> Result<(), Error> {
+    pub(super) fn advance(&mut self) -> Result<(), Error> {
         loop {
             if self.dec.is_none() {
                 let Some((m, _)) = self.plan.files.get(self.file) else {
@@ -110,24 +125,17 @@ pub(crate) fn feed(
     let fail = |e: Error| {
         *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
     };
-    let mut parts: Vec<PartReader<'_>> = (0..plan.partitions)
-        .map(|p| PartReader {
-            plan,
-            dir,
-            p,
-            file: 0,
-            dec: None,
-            head: None,
-            payload: Vec::new(),
-        })
-        .collect();
-    for part in &mut parts {
-        if let Err(e) = part.advance() {
+    let mut parts = match (0..plan.partitions)
+        .map(|p| PartReader::new(plan, dir, p))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(parts) => parts,
+        Err(e) => {
             fail(e);
             flush(&mut bufs);
             return end;
         }
-    }
+    };
     if let Some(ts) = plan.first_ts {
         for b in &mut bufs {
             b.work.push(Work::Origin(ts));

@@ -18,6 +18,7 @@
 //! on the files concatenated, which is that of one thread unless connections were evicted.
 
 mod codec;
+mod export;
 mod feed;
 mod plan;
 
@@ -36,6 +37,7 @@ use crate::options::Filtered;
 use crate::parallel::{self, Job, part};
 use crate::{CaptureWarning, Error, Options, Summary, spill};
 
+pub use export::export_shards;
 pub use plan::check_consecutive;
 
 /// Partitions at most (workers of the multi-core driver).
