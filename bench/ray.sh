@@ -61,8 +61,9 @@ shard_bytes=$(cat "$shards"/*.p*.shard | wc -c)
 timeline_bytes=$(cat "$shards"/*.timeline | wc -c)
 capture_bytes=$(stat -c %s "$dir/whole.pcap")
 
-# Ray, in-process local cluster of 2 CPUs: stage 1 as 10 tasks, stage 2 as one.
-export TCPDX_BIN=$bin/tcpdx
+# Ray, in-process local cluster of 2 CPUs: stage 1 as 10 tasks, stage 2 as one; the stages
+# run by the release binary (a package installed by `maturin develop` is a debug build).
+export TCPDX_BIN=$bin/tcpdx TCPDX_RAY_STAGES=${TCPDX_RAY_STAGES:-binary}
 timed "$dir/ray.json" env PYTHONPATH=python "$py" -m tcpdx.distributed diagnose \
   --address local --json --partitions "$parts" --shard-dir "$dir/ray-shards" "${ring[@]}"
 row "tcpdx-ray diagnose --address local (2 CPUs), end to end*" "$wall" "$cpu"

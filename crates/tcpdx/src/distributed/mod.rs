@@ -16,6 +16,9 @@
 //! ([`feed`]), whose merge numbers streams globally in order of first appearance and ranks
 //! the findings: the diagnosis is the one `tcpdx diagnose --threads N` (N partitions) gives
 //! on the files concatenated, which is that of one thread unless connections were evicted.
+//!
+//! The export, [`export_shards`]: the partitions replayed in frame order into one analyzer
+//! (the tables list every segment in capture order): the tables `tcpdx export` writes.
 
 mod codec;
 mod export;
