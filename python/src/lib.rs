@@ -82,6 +82,8 @@ impl Shared {
 }
 
 /// A pass's options: the command's flags as keyword arguments.
+mod distributed;
+
 struct Args {
     path: PathBuf,
     options: Options,
@@ -449,5 +451,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(batches, m)?)?;
     m.add_class::<Batches>()?;
+    distributed::register(m)?;
     Ok(())
 }

@@ -63,6 +63,15 @@ pub enum Command {
     /// service, goodput, duration, each finding kind's cost and SRT p50/p95/p99 per
     /// operation, before -> after. Each capture is read three times, so not from stdin.
     Compare(CompareArgs),
+    /// Stage 1 of a distributed diagnosis (tcpdx.distributed): one file into shards.
+    #[command(hide = true)]
+    Shard(crate::cmd::distributed::ShardArgs),
+    /// Stage 2 and merge of a distributed diagnosis: prints what `diagnose` prints.
+    #[command(hide = true)]
+    DiagnoseShards(crate::cmd::distributed::DiagnoseShardsArgs),
+    /// Export of a distributed run's shards: writes what `export` writes.
+    #[command(hide = true)]
+    ExportShards(crate::cmd::distributed::ExportShardsArgs),
 }
 
 /// The analysis flags, the same on every command.
@@ -254,7 +263,11 @@ pub struct ReportArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
     /// them, read as one capture. They are read twice (diagnosis, then the graphed
     /// connections), so standard input is not accepted. Not with `--compare`.
-    #[arg(required_unless_present = "compare", conflicts_with = "compare", value_name = "FILE|DIR")]
+    #[arg(
+        required_unless_present = "compare",
+        conflicts_with = "compare",
+        value_name = "FILE|DIR"
+    )]
     pub files: Vec<PathBuf>,
     /// A before/after comparison instead of one capture's report: the verdict, every
     /// finding kind's cost before and after, goodput and storage response times per
@@ -314,7 +327,18 @@ pub struct AnnotateArgs {
 
 /// Subcommand names, for the `tcpdx FILE` shorthand.
 const SUBCOMMANDS: &[&str] = &[
-    "diagnose", "events", "flows", "srt", "report", "export", "annotate", "compare", "help",
+    "diagnose",
+    "events",
+    "flows",
+    "srt",
+    "report",
+    "export",
+    "annotate",
+    "compare",
+    "help",
+    "shard",
+    "diagnose-shards",
+    "export-shards",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
@@ -385,6 +409,9 @@ mod tests {
                 | Command::Srt(SrtArgs { input, .. })
                 | Command::Export(ExportArgs { input, .. })
                 | Command::Annotate(AnnotateArgs { input, .. }) => &input.analysis,
+                Command::Shard(a) => &a.analysis,
+                Command::DiagnoseShards(a) => &a.analysis,
+                Command::ExportShards(a) => &a.analysis,
             };
             let o = a.options("reading");
             assert_eq!(o.max_flows, Some(7), "{cmd}");

@@ -30,6 +30,9 @@ fn main() -> ExitCode {
         Command::Export(a) => cmd::export::run(&a),
         Command::Annotate(a) => cmd::annotate::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
+        Command::Shard(a) => cmd::distributed::shard(&a),
+        Command::DiagnoseShards(a) => cmd::distributed::diagnose_shards(&a),
+        Command::ExportShards(a) => cmd::distributed::export_shards(&a),
     };
     match result {
         Ok(code) => code,

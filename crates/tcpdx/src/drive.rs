@@ -345,8 +345,12 @@ fn parallel_on<R: Frames, P: Part, S: EventSink, T: StorageSink>(
         |f, t| stop(f.inner, t),
         |f, frame, stream, tail| row(f.inner, frame, stream, tail),
     )?;
-    let capture_warnings = par.reader.reader.warnings().to_vec();
-    let set = map(&par.reader.reader);
+    let capture_warnings = par
+        .reader
+        .reader
+        .as_ref()
+        .map_or_else(Vec::new, |r| r.warnings().to_vec());
+    let set = par.reader.reader.as_ref().and_then(map);
     if par.reader.cancelled {
         return Err(Failed {
             error: Error::Cancelled,

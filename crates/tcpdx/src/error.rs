@@ -35,6 +35,9 @@ pub enum Error {
     Table(tcpdx_export::TableError),
     /// The [`Progress`](crate::Progress) callback asked to stop.
     Cancelled,
+    /// The shards of a distributed run are missing, damaged or do not fit together (the
+    /// message names the file).
+    Shard(String),
 }
 
 impl fmt::Display for Error {
@@ -49,7 +52,7 @@ impl fmt::Display for Error {
             Error::CreateDir { dir, .. } => write!(f, "{}: cannot create", dir.display()),
             Error::Export(e) => e.fmt(f),
             Error::ReadTwice => f.write_str("a capture read from a stream cannot be read twice"),
-            Error::Thread(m) => f.write_str(m),
+            Error::Thread(m) | Error::Shard(m) => f.write_str(m),
             Error::Table(e) => e.fmt(f),
             Error::Cancelled => f.write_str("cancelled"),
         }
@@ -67,7 +70,8 @@ impl std::error::Error for Error {
             | Error::ReadTwice
             | Error::Thread(_)
             | Error::Table(_)
-            | Error::Cancelled => None,
+            | Error::Cancelled
+            | Error::Shard(_) => None,
         }
     }
 }

@@ -48,6 +48,7 @@
 
 pub mod compare;
 mod diagnosis;
+pub mod distributed;
 mod drive;
 mod error;
 mod options;

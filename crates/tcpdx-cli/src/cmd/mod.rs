@@ -3,6 +3,7 @@
 pub mod annotate;
 pub mod compare;
 pub mod diagnose;
+pub mod distributed;
 pub mod events;
 pub mod export;
 pub mod flows;

@@ -22,15 +22,15 @@
 //! at the segments where a single diagnoser would look, so the result is the single-thread
 //! one.
 
-mod batch;
+pub(crate) mod batch;
 mod merge;
 pub(crate) mod part;
-mod route;
+pub(crate) mod route;
 mod worker;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 
 use tcpdx_capture::Frames;
@@ -43,7 +43,8 @@ use batch::{Batch, BatchOut, DEPTH};
 pub(crate) use part::Part;
 use part::Tail;
 pub(crate) use route::ReaderEnd;
-use route::{Routing, read_and_route};
+pub(crate) use route::Routing;
+use route::read_and_route;
 use worker::{Channels, FlowNeeds, WorkerMsg, work};
 
 use crate::{Error, Filter, Progress};
@@ -90,6 +91,59 @@ pub(crate) struct Job<'a> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<R: Frames, P: Part, S: EventSink, T: StorageSink>(
     reader: R,
+    cfg: AnalyzerConfig,
+    job: Job<'_>,
+    new_part: impl Fn() -> P,
+    sink: &mut S,
+    storage: &mut T,
+    stop: impl Fn(&S, &T) -> bool,
+    row: impl FnMut(&mut S, u64, u32, &[u8]),
+) -> Result<Parallel<R>, Error> {
+    run_fed(
+        move |workers, recycled, stop, progress, routing| {
+            read_and_route(reader, workers, recycled, stop, progress, routing)
+        },
+        cfg,
+        job,
+        new_part,
+        sink,
+        storage,
+        stop,
+        row,
+    )
+}
+
+/// What feeds the workers their batches: the reader thread ([`read_and_route`]) or the
+/// shards of a distributed run.
+pub(crate) trait Feed<R>:
+    FnOnce(
+        Vec<SyncSender<Batch>>,
+        Receiver<Batch>,
+        &AtomicBool,
+        Option<Arc<dyn Progress>>,
+        Routing,
+    ) -> ReaderEnd<R>
+    + Send
+{
+}
+
+impl<R, F> Feed<R> for F where
+    F: FnOnce(
+            Vec<SyncSender<Batch>>,
+            Receiver<Batch>,
+            &AtomicBool,
+            Option<Arc<dyn Progress>>,
+            Routing,
+        ) -> ReaderEnd<R>
+        + Send
+{
+}
+
+/// [`run`] with the workers' batches from `feed`, which sends each worker one at every
+/// flush (empty or not), in capture order, with the sweeps a single analyzer would make.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_fed<R: Frames, P: Part, S: EventSink, T: StorageSink>(
+    feed: impl Feed<R>,
     cfg: AnalyzerConfig,
     job: Job<'_>,
     new_part: impl Fn() -> P,
@@ -152,7 +206,7 @@ pub(crate) fn run<R: Frames, P: Part, S: EventSink, T: StorageSink>(
         let reader_thread = thread::Builder::new()
             .name("tcpdx-route".into())
             .spawn_scoped(scope, move || {
-                read_and_route(reader, to_workers, recycle_rx, stop_ref, progress, routing)
+                feed(to_workers, recycle_rx, stop_ref, progress, routing)
             })
             .map_err(spawn_error)?;
 

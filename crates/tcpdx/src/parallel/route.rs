@@ -20,8 +20,8 @@ use crate::{Filter, Progress};
 
 /// What the reader thread hands back at the end.
 pub(crate) struct ReaderEnd<R> {
-    /// The reader (for its warnings).
-    pub(crate) reader: R,
+    /// The reader (for its warnings; none when fed from shards).
+    pub(crate) reader: Option<R>,
     /// Counters of the frames no worker saw.
     pub(crate) stats: InputStats,
     /// First frame's time.
@@ -33,17 +33,17 @@ pub(crate) struct ReaderEnd<R> {
 }
 
 /// What the reader does besides routing frames.
-pub(super) struct Routing {
-    pub(super) sweep_every: u64,
+pub(crate) struct Routing {
+    pub(crate) sweep_every: u64,
     /// Copy the payloads these parsers may read.
-    pub(super) payloads: Option<StorageConfig>,
+    pub(crate) payloads: Option<StorageConfig>,
     /// Count the segments a diagnoser sees (those passing this filter's ports) to
     /// broadcast its sweeps.
-    pub(super) diagnosed: Option<Filter>,
+    pub(crate) diagnosed: Option<Filter>,
 }
 
 /// The worker of a connection: both directions hash alike.
-pub(super) fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
+pub(crate) fn worker_of(input: &FrameInput, n: usize) -> Option<usize> {
     let (FrameInput::Segment(s) | FrameInput::Partial(s)) = input else {
         return None;
     };
@@ -67,7 +67,7 @@ fn mix(mut x: u64) -> u64 {
 
 /// The reader thread's loop: batches of frames to `workers` until the input ends or
 /// `stop` is set.
-pub(super) fn read_and_route<R: Frames>(
+pub(crate) fn read_and_route<R: Frames>(
     mut reader: R,
     workers: Vec<SyncSender<Batch>>,
     recycled: Receiver<Batch>,
@@ -228,7 +228,7 @@ pub(super) fn read_and_route<R: Frames>(
         p.finish();
     }
     ReaderEnd {
-        reader,
+        reader: Some(reader),
         stats,
         first_ts,
         error,

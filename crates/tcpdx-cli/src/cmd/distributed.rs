@@ -1,0 +1,121 @@
+//! The stages of a distributed diagnosis, for a driver that runs them as processes
+//! (`tcpdx.distributed`, `tcpdx-ray`): `tcpdx shard` (stage 1, one capture file) and
+//! `tcpdx diagnose-shards` (stage 2 and the merge, printing what `tcpdx diagnose` prints).
+//! Hidden from `--help`: they are the driver's, not a user's.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use tcpdx::distributed;
+
+use crate::flags::Analysis;
+use crate::out_err;
+
+/// `tcpdx shard` options.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed).
+    pub file: PathBuf,
+    /// Directory of the run's shards (shared by every stage).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Index of this file among the run's files (names its shards).
+    #[arg(long)]
+    pub index: u32,
+    /// Partitions (stage 2 tasks), 1 to 255.
+    #[arg(long)]
+    pub partitions: u16,
+    /// Analysis flags (those of stage 2).
+    #[command(flatten)]
+    pub analysis: Analysis,
+}
+
+/// `tcpdx diagnose-shards` options.
+#[derive(Debug, Args)]
+pub struct DiagnoseShardsArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+    /// Machine-readable JSON, as `tcpdx diagnose --json`.
+    #[arg(long)]
+    pub json: bool,
+    /// Every finding in full, as `tcpdx diagnose --all`.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `tcpdx export-shards` options.
+#[derive(Debug, Args)]
+pub struct ExportShardsArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// Directory of the Parquet tables (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The `tcpdx.source` metadata of the tables (default: the sharded files, in time
+    /// order, separated by spaces).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+}
+
+/// Runs `tcpdx shard`: prints the file's shard meta.
+pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
+    let m = distributed::shard(
+        &a.file,
+        &a.out,
+        a.index,
+        a.partitions,
+        &a.analysis.options("sharding"),
+    )?;
+    let mut out = io::stdout().lock();
+    out_err(out.write_all(m.to_text().as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tcpdx diagnose-shards`.
+pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
+    let (d, summary) = distributed::diagnose_shards(&a.dir, &a.analysis.options("merging"))?;
+    for m in summary.messages(a.analysis.max_flows) {
+        eprintln!("tcpdx: {m}");
+    }
+    let text = distributed::render(&d, a.json, a.all)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    out_err(out.write_all(text.as_bytes()))?;
+    out_err(out.flush())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tcpdx export-shards`: the tables `tcpdx export` writes of the files concatenated.
+pub fn export_shards(a: &ExportShardsArgs) -> Result<ExitCode> {
+    if a.output.exists() && !a.output.is_dir() {
+        anyhow::bail!("{}: exists and is not a directory", a.output.display());
+    }
+    let source = match &a.source {
+        Some(s) => s.clone(),
+        None => {
+            let metas = distributed::check_consecutive(distributed::shard_metas(&a.dir)?)?;
+            let files: Vec<String> = metas.iter().map(|m| m.file.display().to_string()).collect();
+            files.join(" ")
+        }
+    };
+    let o = a.analysis.options("exporting");
+    let counts = distributed::export_shards(&a.dir, &a.output, &o, &[("tcpdx.source", &source)])?;
+    let list: Vec<String> = counts.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    let mut err = io::stderr().lock();
+    writeln!(
+        err,
+        "tcpdx: wrote {} tables to {}: {}",
+        counts.len(),
+        a.output.display(),
+        list.join(", ")
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

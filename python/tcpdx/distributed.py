@@ -1,0 +1,335 @@
+"""tcpdx on a Ray cluster: ``tcpdx-ray diagnose --address ADDR [--json] FILES...`` and
+``tcpdx-ray export --address ADDR FILES... -o DIR``.
+
+The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
+
+- stage 1, one Ray task per capture file: ``shard`` reads and decodes it and writes
+  each TCP frame's analysis input (headers, and storage payloads where a storage parser
+  reads them) into one shard per partition, by the direction-free connection hash;
+- stage 2 and the merge, one Ray task: ``diagnose_shards`` replays each partition on
+  its own worker thread, numbers streams globally and ranks the findings, and prints what
+  ``tcpdx diagnose`` prints on the files read as one capture;
+- or, for ``export``, one Ray task replays the shards in capture order into one analyzer
+  and writes the tables ``tcpdx export`` writes.
+
+The shards go to a directory every node sees (``--shard-dir``: a shared file system on a
+real cluster; a local temporary directory for ``--address local``). Consecutive files (a
+ring buffer) are read as one capture, in time order; files overlapping in time are
+refused (merge them with ``mergecap`` first). The tasks run the stages in this package's
+native module, or (without it, or with ``TCPDX_RAY_STAGES=binary``) the ``tcpdx`` binary
+found as ``$TCPDX_BIN`` or on ``PATH`` on each node, whose hidden subcommands ``tcpdx
+shard`` and ``tcpdx diagnose-shards`` are the same stages.
+
+``--address``: ``local`` starts Ray in this process with 2 CPUs; ``auto`` joins the
+cluster started on this machine by ``ray start --head``; ``ray://host:10001`` a remote
+one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import ray
+
+MAX_PARTITIONS = 255
+
+
+class TcpdxError(RuntimeError):
+    """A stage failed: the message is tcpdx's one line (file, offset, what was wrong)."""
+
+
+def native_stages() -> bool:
+    """Whether this package's native module runs the stages (else the tcpdx binary does;
+    ``TCPDX_RAY_STAGES=binary`` forces the binary)."""
+    if os.environ.get("TCPDX_RAY_STAGES") == "binary":
+        return False
+    try:
+        from tcpdx import _native
+    except ImportError:
+        return False
+    return hasattr(_native, "shard") and hasattr(_native, "diagnose_shards")
+
+
+def tcpdx_binary() -> str:
+    """The tcpdx binary the tasks run: ``$TCPDX_BIN``, else ``tcpdx`` on ``PATH``."""
+    found = os.environ.get("TCPDX_BIN") or shutil.which("tcpdx")
+    if not found:
+        raise TcpdxError("tcpdx not found: set TCPDX_BIN or put tcpdx on PATH")
+    return found
+
+
+def cli_flags(options: dict) -> list[str]:
+    """The tcpdx flags of analysis ``options`` (port, decode_as, max_flows)."""
+    flags = [x for port in options.get("port", []) for x in ("--port", str(port))]
+    for port, proto in sorted((options.get("decode_as") or {}).items()):
+        flags += ["--decode-as", f"{port}={proto}"]
+    if options.get("max_flows") is not None:
+        flags += ["--max-flows", str(options["max_flows"])]
+    return flags
+
+
+def _run(args: list[str]) -> str:
+    return _run_both(args)[0]
+
+
+def _run_both(args: list[str]) -> tuple[str, str]:
+    """The command's standard output and error; a failure raises its error line."""
+    p = subprocess.run(args, check=False, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise TcpdxError(p.stderr.strip() or f"{args[1]} exited with {p.returncode}")
+    return p.stdout, p.stderr
+
+
+def _native_call(f, *args, **kwargs):
+    """A native stage; its errors as :class:`TcpdxError` (their one line)."""
+    try:
+        return f(*args, **kwargs)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise TcpdxError(str(e)) from None
+
+
+@ray.remote
+def shard_task(
+    binary: str | None, file: str, out: str, index: int, partitions: int, options: dict
+) -> dict:
+    """Stage 1 of one file (native, or ``binary`` when given): its shard meta as a dict."""
+    if binary is None:
+        from tcpdx import _native
+
+        text = _native_call(_native.shard, file, out, index, partitions, **options)
+    else:
+        text = _run(
+            [binary, "shard", file, "--out", out, "--index", str(index)]
+            + ["--partitions", str(partitions), *cli_flags(options)]
+        )
+    return parse_meta(text)
+
+
+@ray.remote
+def diagnose_shards_task(
+    binary: str | None, out: str, json: bool, all_findings: bool, options: dict
+) -> tuple[str, str]:
+    """Stage 2 and the merge: what ``tcpdx diagnose`` prints, and its stderr lines."""
+    if binary is None:
+        from tcpdx import _native
+
+        text, lines = _native_call(
+            _native.diagnose_shards, out, json=json, all=all_findings, **options
+        )
+        return text, "".join(f"tcpdx: {line}\n" for line in lines)
+    render = (["--json"] if json else []) + (["--all"] if all_findings else [])
+    return _run_both([binary, "diagnose-shards", out, *cli_flags(options), *render])
+
+
+@ray.remote
+def export_shards_task(
+    binary: str | None, out: str, tables: str, source: str, options: dict
+) -> str:
+    """The tables ``tcpdx export`` writes of the sharded files, into ``tables``; returns
+    the summary line tcpdx prints."""
+    if binary is None:
+        from tcpdx import _native
+
+        counts = _native_call(_native.export_shards, out, tables, source, **options)
+        rows = ", ".join(f"{t} {n}" for t, n in counts)
+        return f"tcpdx: wrote {len(counts)} tables to {tables}: {rows}\n"
+    cmd = [binary, "export-shards", out, "-o", tables, "--source", source]
+    return _run_both(cmd + cli_flags(options))[1]
+
+
+def parse_meta(text: str) -> dict:
+    """A shard meta (``key value`` lines after the magic line) as a dict."""
+    lines = text.splitlines()
+    if not lines or lines[0] != "tcpdx-shard 1":
+        raise TcpdxError(f"not a shard meta: {text[:40]!r}")
+    meta: dict = {"warnings": []}
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        if key == "warning":
+            meta["warnings"].append(value)
+        elif key == "file":
+            meta[key] = value
+        elif value == "-":
+            meta[key] = None
+        else:
+            meta[key] = int(value)
+    return meta
+
+
+def connect(address: str) -> None:
+    """Joins (or starts, for ``local``) the Ray cluster at ``address``."""
+    if ray.is_initialized():
+        return
+    if address == "local":
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+
+
+def default_partitions() -> int:
+    """One partition per CPU of the cluster (at least 1, at most 255)."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, min(MAX_PARTITIONS, cpus))
+
+
+def diagnose(
+    files: list[str],
+    *,
+    json: bool = False,
+    all_findings: bool = False,
+    partitions: int | None = None,
+    shard_dir: str | None = None,
+    options: dict | None = None,
+    stats: dict | None = None,
+) -> str:
+    """The text ``tcpdx diagnose [--json] FILES...`` prints for ``files`` read as one
+    capture, computed on the connected Ray cluster. ``options``: analysis options of both
+    stages, as the package's functions take them (``port``, ``decode_as``,
+    ``max_flows``). ``stats``, if given, gets the stage-1 metas and the shard bytes. The
+    stages' warnings go to stderr as tcpdx prints them."""
+    if not files:
+        raise TcpdxError("no capture files given")
+    binary = None if native_stages() else tcpdx_binary()
+    options = dict(options or {})
+    n = partitions or default_partitions()
+    if not 1 <= n <= MAX_PARTITIONS:
+        raise TcpdxError(f"{n} partitions: give 1 to {MAX_PARTITIONS}")
+    own = shard_dir is None
+    out = shard_dir or tempfile.mkdtemp(prefix="tcpdx-shards-")
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        paths = [str(Path(f).resolve()) for f in files]
+        metas = ray.get(
+            [shard_task.remote(binary, f, out, i, n, options) for i, f in enumerate(paths)]
+        )
+        text, warnings = ray.get(
+            diagnose_shards_task.remote(binary, out, json, all_findings, options)
+        )
+        sys.stderr.write(warnings)
+        if stats is not None:
+            stats["metas"] = metas
+            stats["shard_bytes"] = sum(m["shard_bytes"] for m in metas)
+            stats["frames"] = sum(m["frames"] for m in metas)
+            stats["native"] = binary is None
+        return text
+    finally:
+        if own:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def export(
+    files: list[str],
+    out: str,
+    *,
+    partitions: int | None = None,
+    shard_dir: str | None = None,
+    options: dict | None = None,
+) -> str:
+    """What ``tcpdx export FILE -o OUT`` writes, for ``files`` read as one capture: stage 1
+    as Ray tasks, then one task replays the shards in capture order into the tables (one
+    analyzer: the segments table is in frame order). Their ``tcpdx.source`` names the files
+    as given. Returns the summary line tcpdx prints on stderr."""
+    if not files:
+        raise TcpdxError("no capture files given")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise TcpdxError(f"{out}: exists and is not a directory")
+    binary = None if native_stages() else tcpdx_binary()
+    options = dict(options or {})
+    n = partitions or default_partitions()
+    own = shard_dir is None
+    shards = shard_dir or tempfile.mkdtemp(prefix="tcpdx-shards-")
+    try:
+        Path(shards).mkdir(parents=True, exist_ok=True)
+        paths = [str(Path(f).resolve()) for f in files]
+        ray.get([shard_task.remote(binary, f, shards, i, n, options) for i, f in enumerate(paths)])
+        tables = str(Path(out).resolve())
+        return ray.get(export_shards_task.remote(binary, shards, tables, " ".join(files), options))
+    finally:
+        if own:
+            shutil.rmtree(shards, ignore_errors=True)
+
+
+def analysis_options(a: argparse.Namespace) -> dict:
+    """The analysis options of the command line's flags."""
+    decode_as = {}
+    for d in a.decode_as:
+        port, sep, proto = d.partition("=")
+        if not sep or not port.isdigit():
+            raise TcpdxError(f"--decode-as {d!r}: give PORT=PROTO (e.g. 2050=nfs)")
+        decode_as[int(port)] = proto
+    options: dict = {"port": a.port}
+    if decode_as:
+        options["decode_as"] = decode_as
+    if a.max_flows is not None:
+        options["max_flows"] = a.max_flows
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``tcpdx-ray``: exit 0, or 2 with one line on stderr when a stage failed."""
+    ap = argparse.ArgumentParser(
+        prog="tcpdx-ray", description="tcpdx on a Ray cluster (see tcpdx.distributed)"
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("diagnose", "export"):
+        p = sub.add_parser(name)
+        p.add_argument(
+            "--address",
+            default="auto",
+            help="local (Ray in this process, 2 CPUs), auto (the cluster of `ray start "
+            "--head` on this machine) or ray://host:10001",
+        )
+        p.add_argument("--port", action="append", type=int, default=[], help="as tcpdx --port")
+        p.add_argument("--decode-as", action="append", default=[], help="PORT=PROTO, as tcpdx")
+        p.add_argument("--max-flows", type=int, help="as tcpdx --max-flows")
+        p.add_argument("files", nargs="+")
+        p.add_argument("--partitions", type=int, help="stage 2 partitions (default: CPUs)")
+        p.add_argument(
+            "--shard-dir",
+            help="a directory every node sees (default: a temporary one, removed after)",
+        )
+        if name == "diagnose":
+            p.add_argument("--json", action="store_true")
+            p.add_argument("--all", action="store_true")
+        else:
+            p.add_argument("-o", "--output", required=True)
+    a = ap.parse_args(argv)
+    try:
+        options = analysis_options(a)
+        connect(a.address)
+        if a.command == "diagnose":
+            sys.stdout.write(
+                diagnose(
+                    a.files,
+                    json=a.json,
+                    all_findings=a.all,
+                    partitions=a.partitions,
+                    shard_dir=a.shard_dir,
+                    options=options,
+                )
+            )
+        else:
+            sys.stderr.write(
+                export(
+                    a.files,
+                    a.output,
+                    partitions=a.partitions,
+                    shard_dir=a.shard_dir,
+                    options=options,
+                )
+            )
+    except (TcpdxError, ray.exceptions.RayTaskError) as e:
+        cause = getattr(e, "cause", None) or e
+        print(f"tcpdx-ray: {cause}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""tcpdx-ray on a local Ray cluster (2 CPUs, in this process): it prints what tcpdx
+prints, on lab fixtures whole and cut into a ring buffer; the stages run in the package's
+native module (one test runs them through the tcpdx binary instead).
+
+Needs the tcpdx binary to compare with (and for export): $TCPDX_BIN, else the workspace's
+target/{release,debug}/tcpdx.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import ray
+
+from tcpdx import distributed
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = REPO / "tests" / "data" / "lab"
+
+
+def binary() -> str:
+    env = os.environ.get("TCPDX_BIN")
+    if env:
+        return env
+    for kind in ("release", "debug"):
+        p = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / kind / "tcpdx"
+        if p.exists():
+            return str(p)
+    raise AssertionError("build tcpdx first (cargo build -p tcpdx-cli) or set TCPDX_BIN")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    os.environ["TCPDX_BIN"] = binary()
+    distributed.connect("local")
+    yield
+    ray.shutdown()
+
+
+def tcpdx(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([binary(), *args], check=False, capture_output=True, text=True)
+
+
+def ray_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = distributed.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def ring(path: Path, tmp: Path, per_file: int) -> list[str]:
+    """`path` cut into consecutive files of `per_file` frames (as dumpcap -b would)."""
+    subprocess.run(
+        [
+            "editcap",
+            "-F",
+            "pcap",
+            "-c",
+            str(per_file),
+            str(path),
+            str(tmp / "ring.pcap"),
+        ],
+        check=True,
+    )
+    files = sorted(str(p) for p in tmp.glob("ring_*.pcap"))
+    assert len(files) > 2, files
+    return files
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["case000_rto_delack/server.pcap.gz", "case003_nfs_write_stall/server.pcap.gz"],
+)
+def test_diagnose_json_equals_tcpdx(capsys, case):
+    assert distributed.native_stages(), "the native module has the stages"
+    f = str(LAB / case)
+    want = tcpdx("diagnose", "--json", f)
+    assert want.returncode == 0, want.stderr
+    code, out, err = ray_cli(capsys, "diagnose", "--address", "local", "--json", f)
+    assert code == 0, err
+    assert out == want.stdout
+    assert '"findings"' in out
+
+
+def test_diagnose_text_equals_tcpdx_in_three_partitions(capsys):
+    f = str(LAB / "smb3_write_loss1pct" / "server.pcap.gz")
+    want = tcpdx("diagnose", f)
+    assert want.returncode == 0, want.stderr
+    code, out, err = ray_cli(capsys, "diagnose", "--address", "local", "--partitions", "3", f)
+    assert code == 0, err
+    assert out == want.stdout
+    assert out.startswith("Verdict:")
+
+
+def test_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
+    whole = LAB / "case001_reorder_behind" / "client.pcap.gz"
+    files = ring(whole, tmp_path, 200)
+    want = tcpdx("diagnose", "--json", str(whole))
+    assert want.returncode == 0, want.stderr
+    # Given newest first: the files are read in time order all the same.
+    stats: dict = {}
+    out = distributed.diagnose(list(reversed(files)), json=True, partitions=2, stats=stats)
+    assert out == want.stdout
+    # Every file sharded: all but the last hold 200 frames.
+    counts = sorted(m["frames"] for m in stats["metas"])
+    assert len(counts) == len(files) and counts[-1] == 200
+    assert stats["frames"] == sum(counts) > 200 * (len(files) - 1)
+
+
+def test_overlapping_files_are_refused(capsys, tmp_path):
+    whole = str(LAB / "case000_rto_delack" / "server.pcap.gz")
+    piece = ring(LAB / "case000_rto_delack" / "server.pcap.gz", tmp_path, 100)[1]
+    code, out, err = ray_cli(capsys, "diagnose", "--address", "local", whole, piece)
+    assert code == 2
+    assert out == ""
+    assert "overlap" in err and "mergecap" in err
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture at all")
+    code, _, err = ray_cli(capsys, "diagnose", "--address", "local", str(bad))
+    assert code == 2
+    assert err.startswith("tcpdx-ray: ") and "bad.pcap" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_export_writes_the_tables_of_tcpdx_export(capsys, tmp_path):
+    f = str(LAB / "case003_nfs_write_stall" / "server.pcap.gz")
+    want_dir, got_dir = tmp_path / "want", tmp_path / "got"
+    r = tcpdx("export", f, "-o", str(want_dir))
+    assert r.returncode == 0, r.stderr
+    code, _, err = ray_cli(capsys, "export", "--address", "local", f, "-o", str(got_dir))
+    assert code == 0, err
+    want = sorted(p.name for p in want_dir.iterdir())
+    assert want and sorted(p.name for p in got_dir.iterdir()) == want
+    for name in want:
+        assert (got_dir / name).read_bytes() == (want_dir / name).read_bytes(), name
+
+
+def test_the_binary_runs_the_same_stages(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TCPDX_RAY_STAGES", "binary")
+    assert not distributed.native_stages()
+    whole = LAB / "case003_nfs_write_stall" / "server.pcap.gz"
+    files = ring(whole, tmp_path, 150)
+    want = tcpdx("diagnose", "--json", "--port", "2049", str(whole))
+    assert want.returncode == 0, want.stderr
+    stats: dict = {}
+    out = distributed.diagnose(
+        files, json=True, partitions=3, options={"port": [2049]}, stats=stats
+    )
+    assert out == want.stdout
+    assert not stats["native"]
+    # The flags reach the binary: --port leaves the other connections out.
+    assert out != tcpdx("diagnose", "--json", str(whole)).stdout
+
+
+def test_options_reach_the_native_stages(capsys):
+    f = str(LAB / "case003_nfs_write_stall" / "server.pcap.gz")
+    want = tcpdx("diagnose", "--json", "--port", "2049", "--decode-as", "2050=nfs", f)
+    assert want.returncode == 0, want.stderr
+    code, out, err = ray_cli(
+        capsys,
+        "diagnose",
+        "--address",
+        "local",
+        "--json",
+        "--port",
+        "2049",
+        "--decode-as",
+        "2050=nfs",
+        f,
+    )
+    assert code == 0, err
+    assert out == want.stdout
+    code, _, err = ray_cli(capsys, "diagnose", "--address", "local", "--decode-as", "nfs", f)
+    assert code == 2 and "PORT=PROTO" in err
+
+
+def test_export_of_a_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
+    import pyarrow.parquet as pq
+
+    whole = LAB / "smb3_write_loss1pct" / "client.pcap.gz"
+    files = ring(whole, tmp_path, 300)
+    want_dir, got_dir = tmp_path / "want", tmp_path / "got"
+    r = tcpdx("export", str(whole), "-o", str(want_dir))
+    assert r.returncode == 0, r.stderr
+    code, _, err = ray_cli(
+        capsys, "export", "--address", "local", "--partitions", "3", *files, "-o", str(got_dir)
+    )
+    assert code == 0, err
+    assert err.startswith("tcpdx: wrote 7 tables to ")
+    names = sorted(p.name for p in want_dir.iterdir())
+    assert sorted(p.name for p in got_dir.iterdir()) == names
+    for name in names:
+        want, got = pq.read_table(want_dir / name), pq.read_table(got_dir / name)
+        assert got.equals(want), name
+        # The tables name their source: the files, as given.
+        source = pq.read_metadata(got_dir / name).metadata[b"tcpdx.source"].decode()
+        assert source == " ".join(files)
+    assert pq.read_table(got_dir / "segments.parquet").num_rows > 1000
