@@ -53,6 +53,7 @@ fn round(i: u64) -> Round {
         retx: 0,
         rwnd_limited: false,
         in_recovery: false,
+        timeout: false,
         rcv_window: 1_048_576,
         max_in_flight: 8_688,
     }
