@@ -54,6 +54,7 @@ fn round(i: u64) -> Round {
         rwnd_limited: false,
         in_recovery: false,
         timeout: false,
+        recovery_at_end: false,
         rcv_window: 1_048_576,
         max_in_flight: 8_688,
     }

@@ -50,6 +50,7 @@ mod drive;
 mod error;
 mod options;
 mod parallel;
+mod rounds;
 mod spill;
 
 use std::io::{Read, Write};
@@ -62,6 +63,8 @@ use tcpdx_wire::{FrameNo, Timestamp};
 
 pub use drive::Summary;
 pub use error::Error;
+pub use rounds::{RoundRow, direction_name};
+pub use tcpdx_detect::infer::limit::{Limit, Vantage};
 pub use options::{
     Filter, MAX_WARNINGS, Options, PROGRESS_EVERY_FRAMES, Progress, default_threads,
 };

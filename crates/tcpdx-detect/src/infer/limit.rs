@@ -16,13 +16,17 @@
 use super::Round;
 
 /// Rounds of a flat flight after which the sender, not its window, is taken to hold it
-/// (tcpdx choice: a window-limited CUBIC sender grows at least a segment in three round
-/// trips away from its plateau; Reno by one each).
-pub const FLAT_ROUNDS: u32 = 3;
+/// (tcpdx choice: a window-limited sender grows at least a segment in five rounds, even
+/// CUBIC near its plateau and rounds cut at half a round trip).
+pub const FLAT_ROUNDS: u32 = 5;
 
 /// A flight within this share of a segment of the previous round's is flat (tcpdx choice:
 /// a segment's worth of change is growth).
 pub const FLAT_SEGMENTS: f64 = 0.5;
+
+/// A flight this many segments below the previous round's, without a loss, is the
+/// sender's own (tcpdx choice: a window does not shrink without a loss).
+pub const SHRINK_SEGMENTS: f64 = 2.0;
 
 /// What held the sender back in a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -162,7 +166,7 @@ impl Classifier {
                     if delta > FLAT_SEGMENTS {
                         self.flat = 0;
                         Limit::Cwnd
-                    } else if delta < -FLAT_SEGMENTS {
+                    } else if delta < -SHRINK_SEGMENTS {
                         self.flat = FLAT_ROUNDS;
                         Limit::Sender
                     } else {
@@ -246,27 +250,31 @@ mod tests {
     }
 
     #[test]
-    fn a_flight_flat_for_three_rounds_is_the_sender() {
-        // Just below, at and above the threshold of FLAT_ROUNDS flat rounds.
-        let flights = [10, 20, 30, 30, 30, 30, 30];
+    fn a_flight_flat_for_flat_rounds_is_the_sender() {
+        // Growth, then flat: the window until FLAT_ROUNDS flat rounds, then the sender.
+        let n = FLAT_ROUNDS as usize;
+        let flights: Vec<u64> = [10, 20, 30].into_iter().chain([30; 7]).collect();
         let rounds: Vec<Round> = flights
             .iter()
             .enumerate()
             .map(|(i, &f)| round(i as i64, f))
             .collect();
         let got = limits(&rounds);
-        assert_eq!(
-            got,
-            [
-                Limit::Cwnd,
-                Limit::Cwnd,
-                Limit::Cwnd,
-                Limit::Cwnd,
-                Limit::Cwnd,
-                Limit::Sender,
-                Limit::Sender
-            ]
-        );
+        for (i, l) in got.iter().enumerate() {
+            let want = if i >= 2 + n { Limit::Sender } else { Limit::Cwnd };
+            assert_eq!(*l, want, "round {i}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_small_dip_is_flat_and_a_larger_one_the_sender() {
+        for (dip, sender) in [(SHRINK_SEGMENTS, false), (SHRINK_SEGMENTS + 0.1, true)] {
+            let mut c = Classifier::new(MSS, 0, Vantage::Sender);
+            let mut r = round(0, 20);
+            c.next(&r);
+            r.max_in_flight = (20_000.0 - dip * f64::from(MSS)) as u64;
+            assert_eq!(c.next(&r).limit == Limit::Sender, sender, "{dip} segments less");
+        }
     }
 
     #[test]
@@ -295,6 +303,7 @@ mod tests {
             .collect();
         assert_eq!(limits(&rounds)[2], Limit::Sender);
         rounds[1].in_recovery = true;
+        rounds[1].recovery_at_end = true;
         assert_eq!(limits(&rounds), [Limit::Cwnd, Limit::Recovery, Limit::Cwnd]);
     }
 
@@ -303,6 +312,7 @@ mod tests {
         let mut r = round(0, 10);
         r.timeout = true;
         r.in_recovery = true;
+        r.recovery_at_end = true;
         r.max_in_flight = 0;
         r.pkts = 1;
         r.bytes = 1000;
@@ -322,9 +332,12 @@ mod tests {
         // 40 segments over two round trips of 10 ms: 20 per round trip.
         let l = Classifier::new(MSS, 10_000_000, Vantage::Receiver).next(&r);
         assert_eq!(l.flight_bytes, 20_000);
-        // A round shorter than the round trip: its bytes as they are.
+        // A round shorter than the round trip, or no round trip known: its bytes as they
+        // are.
         r.end = r.start + 5_000_000;
         let l = Classifier::new(MSS, 10_000_000, Vantage::Receiver).next(&r);
+        assert_eq!(l.flight_bytes, 40_000);
+        let l = Classifier::new(MSS, 0, Vantage::Receiver).next(&r);
         assert_eq!(l.flight_bytes, 40_000);
         assert!(Limit::ALL.iter().all(|l| !l.as_str().is_empty()));
     }

@@ -50,6 +50,9 @@ pub struct Round {
     /// The round ended in a retransmission timeout or retransmitted after one (the
     /// sender's Loss state).
     pub timeout: bool,
+    /// The loss episode was still open at the round's end (the kernel's Recovery state
+    /// then).
+    pub recovery_at_end: bool,
     /// The receiver's advertised window at the end of the round (bytes).
     pub rcv_window: u64,
     /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
@@ -184,6 +187,7 @@ impl SenderState {
             rwnd_limited: self.round.rwnd_limited,
             in_recovery: self.round.in_recovery || self.episode.is_some(),
             timeout: self.round.timeout,
+            recovery_at_end: self.episode.is_some(),
             rcv_window: window,
             max_in_flight: self.round.max_in_flight,
         }
