@@ -459,7 +459,11 @@ fn real_main(cli: Cli) -> Result<()> {
                     .with_context(|| format!("writing {}", p.display()))?;
             }
             if !r.errors.is_empty() {
-                bail!("{} case(s) could not be scored: {}", r.errors.len(), r.errors.join("; "));
+                bail!(
+                    "{} case(s) could not be scored: {}",
+                    r.errors.len(),
+                    r.errors.join("; ")
+                );
             }
         }
         Cmd::Rr { cmd } => {

@@ -63,15 +63,15 @@ use tcpdx_wire::{FrameNo, Timestamp};
 
 pub use drive::Summary;
 pub use error::Error;
-pub use rounds::{RoundRow, direction_name};
-pub use tcpdx_detect::infer::limit::{Limit, Vantage};
 pub use options::{
     Filter, MAX_WARNINGS, Options, PROGRESS_EVERY_FRAMES, Progress, default_threads,
 };
+pub use rounds::{RoundRow, direction_name};
 pub use tcpdx_capture::CaptureWarning;
 pub use tcpdx_core::{
     EventSink, FlowSummary, InputStats, SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
+pub use tcpdx_detect::infer::limit::{Limit, Vantage};
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;

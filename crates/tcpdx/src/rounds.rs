@@ -100,13 +100,20 @@ mod tests {
         for w in rows.windows(2) {
             assert!(w[0].stream <= w[1].stream);
         }
-        assert!(rows.iter().all(|r| r.end_s >= r.start_s && r.start_s >= 0.0));
+        assert!(
+            rows.iter()
+                .all(|r| r.end_s >= r.start_s && r.start_s >= 0.0)
+        );
         assert!(rows.iter().any(|r| r.limit == Limit::Timeout));
         assert_eq!(direction_name(Dir::ServerToClient), "server_to_client");
     }
 
     #[test]
     fn a_missing_file_is_an_error() {
-        assert!(Capture::open("/nonexistent.pcap").rounds(&Options::default()).is_err());
+        assert!(
+            Capture::open("/nonexistent.pcap")
+                .rounds(&Options::default())
+                .is_err()
+        );
     }
 }

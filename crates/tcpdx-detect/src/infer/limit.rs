@@ -261,7 +261,11 @@ mod tests {
             .collect();
         let got = limits(&rounds);
         for (i, l) in got.iter().enumerate() {
-            let want = if i >= 2 + n { Limit::Sender } else { Limit::Cwnd };
+            let want = if i >= 2 + n {
+                Limit::Sender
+            } else {
+                Limit::Cwnd
+            };
             assert_eq!(*l, want, "round {i}: {got:?}");
         }
     }
@@ -273,7 +277,11 @@ mod tests {
             let mut r = round(0, 20);
             c.next(&r);
             r.max_in_flight = (20_000.0 - dip * f64::from(MSS)) as u64;
-            assert_eq!(c.next(&r).limit == Limit::Sender, sender, "{dip} segments less");
+            assert_eq!(
+                c.next(&r).limit == Limit::Sender,
+                sender,
+                "{dip} segments less"
+            );
         }
     }
 

@@ -153,7 +153,8 @@ pub fn score_case(dir: &Path, groups: &mut BTreeMap<(String, String), Group>) ->
             *g.confusion.entry(format!("{want}->{got}")).or_default() += 1;
             if want == "cwnd" && cwnd > 0 {
                 let k = f64::from(cwnd);
-                g.err_before.push((r.flight_bytes as f64 / mss - k).abs() / k);
+                g.err_before
+                    .push((r.flight_bytes as f64 / mss - k).abs() / k);
                 match r.cwnd_est {
                     Some(e) => g.err.push((e - k).abs() / k),
                     None => g.no_estimate += 1,
@@ -176,7 +177,10 @@ pub struct RoundsScore {
 /// Scores the cases `seeds` (all `seed*` directories if none) of `dir`.
 pub fn score_run(dir: &Path, seeds: Option<&[u64]>) -> Result<RoundsScore> {
     let dirs: Vec<std::path::PathBuf> = match seeds {
-        Some(s) => s.iter().map(|&n| dir.join(super::case_dir_name(n))).collect(),
+        Some(s) => s
+            .iter()
+            .map(|&n| dir.join(super::case_dir_name(n)))
+            .collect(),
         None => {
             let mut v: Vec<_> = std::fs::read_dir(dir)
                 .with_context(|| format!("reading {}", dir.display()))?
@@ -250,5 +254,88 @@ impl RoundsScore {
         s += &line("all @ receiver, middle", &self.pooled(|p| p != "sender"));
         s += &line("all", &self.pooled(|_| true));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::truth::{Sample, StateInterval};
+
+    fn conn() -> Connection {
+        let s = |t: i64, cwnd: u32, snd_wnd: u32, inflight: u32| Sample {
+            t_ns: t,
+            cwnd,
+            ssthresh: 2_147_483_647,
+            srtt_us: 10_000,
+            snd_wnd,
+            inflight,
+        };
+        Connection {
+            mss: 1000,
+            samples: vec![
+                s(10, 10, 100_000, 9_000),
+                s(20, 10, 100_000, 8_999),
+                s(30, 20, 10_000, 10_000),
+                s(40, 20, 100_000, 5_000),
+            ],
+            cong_states: vec![StateInterval {
+                state: "Recovery".into(),
+                start_ns: 50,
+                end_ns: 60,
+            }],
+            ..Connection::default()
+        }
+    }
+
+    #[test]
+    fn the_kernel_label_follows_its_state_window_and_flight() {
+        let c = conn();
+        // In flight at 90% of cwnd: cwnd; just below: sender.
+        assert_eq!(kernel_label(&c, 5, 15), Some(("cwnd", 10)));
+        assert_eq!(kernel_label(&c, 15, 25), Some(("sender", 10)));
+        // The peer's window below cwnd.
+        assert_eq!(kernel_label(&c, 25, 35), Some(("receiver_window", 20)));
+        // In Recovery at the end (the last sample before it is the window).
+        assert_eq!(kernel_label(&c, 35, 55), Some(("recovery", 20)));
+        // No sample in the round.
+        assert_eq!(kernel_label(&c, 41, 45), None);
+        assert_eq!(scored_label(Limit::Pacing), "sender");
+    }
+
+    /// The lab fixtures with the kernel's truth (cases 001 and 004, the clean bulk runs):
+    /// floors at the figures reached (sender side: label 80%, median 0%, p90 5%; receiver
+    /// side and middle: label 71%, median 43%).
+    #[test]
+    fn lab_fixtures_rounds_against_the_kernel() {
+        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/lab");
+        let mut groups = BTreeMap::new();
+        for name in [
+            "case001_reorder_behind",
+            "case001_reorder_count",
+            "case001_reorder_time",
+            "case004_tbf_burst",
+            "clean_bulk_cubic",
+            "clean_bulk_reno",
+        ] {
+            score_case(&lab.join(name), &mut groups).unwrap();
+        }
+        let s = RoundsScore {
+            groups: groups
+                .into_iter()
+                .map(|((cc, p), g)| (format!("{cc} @ {p}"), g))
+                .collect(),
+            errors: Vec::new(),
+        };
+        eprintln!("{}", s.text());
+        let at = s.pooled(|p| p == "sender");
+        let label = |g: &Group| g.label_right as f64 / g.rounds.max(1) as f64;
+        assert!(at.rounds >= 100 && at.err.len() >= 100, "{at:?}");
+        assert!(label(&at) >= 0.78, "sender-side label {}", label(&at));
+        assert!(quantile(&at.err, 0.5).unwrap() <= 0.02);
+        assert!(quantile(&at.err, 0.9).unwrap() <= 0.10);
+        let away = s.pooled(|p| p != "sender");
+        assert!(label(&away) >= 0.68, "receiver-side label {}", label(&away));
+        assert!(quantile(&away.err, 0.5).unwrap() <= 0.5);
     }
 }
