@@ -66,12 +66,12 @@ pub use error::Error;
 pub use options::{
     Filter, MAX_WARNINGS, Options, PROGRESS_EVERY_FRAMES, Progress, default_threads,
 };
-pub use rounds::{RoundRow, direction_name};
+pub use rounds::direction_name;
 pub use tcpdx_capture::CaptureWarning;
 pub use tcpdx_core::{
     EventSink, FlowSummary, InputStats, SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
-pub use tcpdx_detect::infer::limit::{Limit, Vantage};
+pub use tcpdx_detect::infer::limit::{Limit, RoundRow, Vantage};
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;
@@ -416,7 +416,20 @@ impl Capture {
                 return Err(f.error);
             }
         }
-        let (d, fan) = sink.0.finish(spill_dir)?;
+        let (d, mut fan) = sink.0.finish(spill_dir)?;
+        // The rounds take a second pass, over a file only (a stream cannot be read again).
+        if self.source.path().is_some() {
+            let last = self.last.take();
+            let rows = self.rounds(o);
+            self.last = last;
+            match rows {
+                Ok(rows) => fan.exporter.rounds(&rows),
+                Err(e) => {
+                    fan.exporter.abort();
+                    return Err(e);
+                }
+            }
+        }
         Ok(fan.exporter.finish(&d)?)
     }
 }

@@ -3,42 +3,10 @@
 
 use tcpdx_core::Dir;
 use tcpdx_detect::Diagnoser;
-use tcpdx_detect::infer::limit::{Limit, Vantage};
+use tcpdx_detect::infer::limit::RoundRow;
 
 use crate::drive;
 use crate::{Capture, Error, Options};
-
-/// One round trip of one direction's sender.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RoundRow {
-    /// `tcp.stream`.
-    pub stream: u32,
-    /// The data's direction.
-    pub direction: Dir,
-    /// Start and end, seconds since the first frame.
-    pub start_s: f64,
-    /// End: the ACK of the round's first data.
-    pub end_s: f64,
-    /// Start and end, ns since the epoch (to line up with other clocks).
-    pub start_ns: i64,
-    /// End, ns since the epoch.
-    pub end_ns: i64,
-    /// Segments sent in the round (retransmissions included).
-    pub segments: u32,
-    /// Retransmitted segments.
-    pub retransmissions: u32,
-    /// Bytes in flight: the largest at the sender, or the data arriving per round trip seen
-    /// from the receiver's side ([`RoundRow::vantage`]).
-    pub flight_bytes: u64,
-    /// Bytes newly acknowledged in the round.
-    pub delivered_bytes: u64,
-    /// The sender's congestion window (segments) where the round shows it.
-    pub cwnd_est: Option<f64>,
-    /// What held the sender back.
-    pub limit: Limit,
-    /// Where the estimate comes from.
-    pub vantage: Vantage,
-}
 
 /// The name of a direction in exports.
 pub fn direction_name(d: Dir) -> &'static str {
@@ -88,6 +56,7 @@ impl Capture {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tcpdx_detect::infer::limit::Limit;
 
     #[test]
     fn a_lab_timeout_case_has_rounds_with_limits_in_order() {
@@ -106,6 +75,22 @@ mod tests {
         );
         assert!(rows.iter().any(|r| r.limit == Limit::Timeout));
         assert_eq!(direction_name(Dir::ServerToClient), "server_to_client");
+    }
+
+    #[test]
+    fn export_writes_the_rounds_table() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/lab/case000_rto_delack/client.pcap.gz"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let o = Options::default();
+        let want = Capture::open(path).rounds(&o).unwrap().len() as u64;
+        let counts = Capture::open(path).export(&o, dir.path(), &[]).unwrap();
+        let got = counts.iter().find(|(n, _)| *n == "rounds").unwrap().1;
+        assert!(want > 0);
+        assert_eq!(got, want);
+        assert!(dir.path().join("rounds.parquet").is_file());
     }
 
     #[test]

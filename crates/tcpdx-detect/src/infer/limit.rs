@@ -97,6 +97,38 @@ pub struct RoundLimit {
     pub cwnd_est: Option<f64>,
 }
 
+/// One round trip of one direction's sender.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundRow {
+    /// `tcp.stream`.
+    pub stream: u32,
+    /// The data's direction.
+    pub direction: tcpdx_core::Dir,
+    /// Start and end, seconds since the first frame.
+    pub start_s: f64,
+    /// End: the ACK of the round's first data.
+    pub end_s: f64,
+    /// Start and end, ns since the epoch (to line up with other clocks).
+    pub start_ns: i64,
+    /// End, ns since the epoch.
+    pub end_ns: i64,
+    /// Segments sent in the round (retransmissions included).
+    pub segments: u32,
+    /// Retransmitted segments.
+    pub retransmissions: u32,
+    /// Bytes in flight: the largest at the sender, or the data arriving per round trip seen
+    /// from the receiver's side ([`RoundRow::vantage`]).
+    pub flight_bytes: u64,
+    /// Bytes newly acknowledged in the round.
+    pub delivered_bytes: u64,
+    /// The sender's congestion window (segments) where the round shows it.
+    pub cwnd_est: Option<f64>,
+    /// What held the sender back.
+    pub limit: Limit,
+    /// Where the estimate comes from.
+    pub vantage: Vantage,
+}
+
 /// Classifies rounds in order (see the module's description).
 #[derive(Clone, Debug)]
 pub struct Classifier {
