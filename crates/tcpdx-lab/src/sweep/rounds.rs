@@ -32,6 +32,8 @@ pub struct Group {
     pub err: Vec<f64>,
     /// The same rounds, today's series (largest flight).
     pub err_before: Vec<f64>,
+    /// Signed relative errors (estimate above the kernel's cwnd: positive).
+    pub bias: Vec<f64>,
     /// Kernel-cwnd-limited rounds without an estimate.
     pub no_estimate: usize,
     /// Confusion: (kernel label, tcpdx label) -> rounds.
@@ -156,7 +158,10 @@ pub fn score_case(dir: &Path, groups: &mut BTreeMap<(String, String), Group>) ->
                 g.err_before
                     .push((r.flight_bytes as f64 / mss - k).abs() / k);
                 match r.cwnd_est {
-                    Some(e) => g.err.push((e - k).abs() / k),
+                    Some(e) => {
+                        g.err.push((e - k).abs() / k);
+                        g.bias.push((e - k) / k);
+                    }
                     None => g.no_estimate += 1,
                 }
             }
@@ -219,6 +224,7 @@ impl RoundsScore {
             all.label_right += g.label_right;
             all.err.extend(&g.err);
             all.err_before.extend(&g.err_before);
+            all.bias.extend(&g.bias);
             all.no_estimate += g.no_estimate;
             for (c, n) in &g.confusion {
                 *all.confusion.entry(c.clone()).or_default() += n;
@@ -232,7 +238,7 @@ impl RoundsScore {
         let pct = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0));
         let line = |name: &str, g: &Group| {
             format!(
-                "{name:<28} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>6}\n",
+                "{name:<28} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6}\n",
                 g.rounds,
                 pct((g.rounds > 0).then(|| g.label_right as f64 / g.rounds as f64)),
                 g.err.len(),
@@ -240,12 +246,22 @@ impl RoundsScore {
                 pct(quantile(&g.err, 0.9)),
                 pct(quantile(&g.err_before, 0.5)),
                 pct(quantile(&g.err_before, 0.9)),
-                g.no_estimate
+                g.no_estimate,
+                pct(quantile(&g.bias, 0.5))
             )
         };
         let mut s = format!(
-            "{:<28} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>6}\n",
-            "cc @ capture", "rounds", "label", "cwnd", "med", "p90", "med<-", "p90<-", "no-est"
+            "{:<28} {:>6} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6}\n",
+            "cc @ capture",
+            "rounds",
+            "label",
+            "cwnd",
+            "med",
+            "p90",
+            "med<-",
+            "p90<-",
+            "no-est",
+            "bias"
         );
         for (k, g) in &self.groups {
             s += &line(k, g);
