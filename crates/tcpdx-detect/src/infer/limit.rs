@@ -177,6 +177,17 @@ impl Classifier {
         }
     }
 
+    /// Whether the round is one of loss recovery. Next to the sender: the episode was open
+    /// at its end, or it retransmitted in it (the kernel leaves Recovery at the ACK that ends
+    /// the episode). From the receiver's side the episode's times are the capture's, half a
+    /// round trip off the sender's: any overlap.
+    fn in_recovery(&self, r: &Round) -> bool {
+        match self.vantage {
+            Vantage::Sender => r.recovery_at_end || (r.in_recovery && r.retx > 0),
+            Vantage::Receiver => r.in_recovery,
+        }
+    }
+
     /// The next round's limit.
     pub fn next(&mut self, r: &Round) -> RoundLimit {
         let flight = self.flight(r);
@@ -185,7 +196,7 @@ impl Classifier {
         let after_loss = matches!(self.prev_limit, Some(Limit::Recovery | Limit::Timeout));
         let limit = if r.timeout {
             Limit::Timeout
-        } else if r.in_recovery {
+        } else if self.in_recovery(r) {
             Limit::Recovery
         } else if r.rwnd_limited {
             Limit::ReceiverWindow
@@ -345,6 +356,16 @@ mod tests {
         rounds[1].in_recovery = true;
         rounds[1].recovery_at_end = true;
         assert_eq!(limits(&rounds), [Limit::Cwnd, Limit::Recovery, Limit::Cwnd]);
+        // Next to the sender, a round that saw the episode end without retransmitting is
+        // not one of recovery; from the receiver's side it is.
+        rounds[1].recovery_at_end = false;
+        assert_eq!(limits(&rounds)[1], Limit::Cwnd);
+        rounds[1].retx = 1;
+        assert_eq!(limits(&rounds)[1], Limit::Recovery);
+        rounds[1].retx = 0;
+        let mut c = Classifier::new(MSS, 10_000_000, Vantage::Receiver);
+        let got: Vec<Limit> = rounds.iter().map(|r| c.next(r).limit).collect();
+        assert_eq!(got[1], Limit::Recovery);
     }
 
     #[test]

@@ -320,7 +320,7 @@ mod tests {
     }
 
     /// The lab fixtures with the kernel's truth (cases 001 and 004, the clean bulk runs):
-    /// floors at the figures reached (sender side: label 80%, median 0%, p90 5%; receiver
+    /// floors at the figures reached (sender side: label 88%, median 0%, p90 5%; receiver
     /// side and middle: label 71%, median 43%).
     #[test]
     fn lab_fixtures_rounds_against_the_kernel() {
@@ -347,7 +347,7 @@ mod tests {
         let at = s.pooled(|p| p == "sender");
         let label = |g: &Group| g.label_right as f64 / g.rounds.max(1) as f64;
         assert!(at.rounds >= 100 && at.err.len() >= 100, "{at:?}");
-        assert!(label(&at) >= 0.78, "sender-side label {}", label(&at));
+        assert!(label(&at) >= 0.86, "sender-side label {}", label(&at));
         assert!(quantile(&at.err, 0.5).unwrap() <= 0.02);
         assert!(quantile(&at.err, 0.9).unwrap() <= 0.10);
         let away = s.pooled(|p| p != "sender");
