@@ -53,6 +53,8 @@ fn round(i: u64) -> Round {
         retx: 0,
         rwnd_limited: false,
         in_recovery: false,
+        timeout: false,
+        recovery_at_end: false,
         rcv_window: 1_048_576,
         max_in_flight: 8_688,
     }

@@ -14,12 +14,13 @@ use std::path::{Path, PathBuf};
 
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 use tcpdx_detect::Diagnosis;
+use tcpdx_detect::infer::limit::RoundRow;
 use tcpdx_storage::{StorageSink, Transaction};
 use tcpdx_wire::Timestamp;
 
-use crate::rows::{SegmentRows, budget_rows, finding_rows, flow_rows, transaction_row};
+use crate::rows::{SegmentRows, budget_rows, finding_rows, flow_rows, round_row, transaction_row};
 use crate::schema::{
-    EPISODES, EVIDENCE, FINDINGS, FLOWS, SEGMENTS, TIME_BUDGET, TRANSACTIONS, TableDef,
+    EPISODES, EVIDENCE, FINDINGS, FLOWS, ROUNDS, SEGMENTS, TIME_BUDGET, TRANSACTIONS, TableDef,
 };
 use crate::table::{TableError, TableWriter};
 
@@ -100,13 +101,14 @@ pub struct Exporter {
     flows: TableWriter<Out>,
     transactions: Transactions,
     findings: [TableWriter<Out>; 4],
+    rounds: TableWriter<Out>,
     origin_ns: Option<i64>,
     /// First failure (table and cause); later events are dropped.
     error: Option<(&'static TableDef, TableError)>,
 }
 
 impl Exporter {
-    /// Creates the seven table files in `dir` (which must exist). `meta` goes into every
+    /// Creates the eight table files in `dir` (which must exist). `meta` goes into every
     /// file's key-value metadata (e.g. the capture's name).
     pub fn create(dir: &Path, meta: &[(&str, &str)]) -> Result<Self, ExportError> {
         let segments = SegmentRows::new(open_table(dir, &SEGMENTS, meta)?);
@@ -118,6 +120,7 @@ impl Exporter {
             open_table(dir, &EPISODES, meta)?,
             open_table(dir, &TIME_BUDGET, meta)?,
         ];
+        let rounds = open_table(dir, &ROUNDS, meta)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             segments,
@@ -128,9 +131,22 @@ impl Exporter {
                 error: None,
             },
             findings,
+            rounds,
             origin_ns: None,
             error: None,
         })
+    }
+
+    /// Writes the rounds of every sender (`rounds.parquet`), before [`Exporter::finish`].
+    pub fn rounds(&mut self, rows: &[RoundRow]) {
+        let mut r = Ok(());
+        for x in rows {
+            if r.is_err() {
+                break;
+            }
+            r = round_row(&mut self.rounds, x);
+        }
+        self.fail(&ROUNDS, r);
     }
 
     /// True once writing failed: the caller may stop feeding early.
@@ -167,6 +183,7 @@ impl Exporter {
             flows,
             findings,
             mut transactions,
+            rounds,
             ..
         } = self;
         let [mut f, mut ev, mut ep, mut tb] = findings;
@@ -191,6 +208,7 @@ impl Exporter {
             (&EVIDENCE, ev),
             (&EPISODES, ep),
             (&TIME_BUDGET, tb),
+            (&ROUNDS, rounds),
         ];
         if let Err(e) = r {
             remove_partials(&dir);

@@ -251,3 +251,31 @@ pub fn budget_rows<T: RowSink>(t: &mut T, b: &TimeBudget) -> Result<(), TableErr
     }
     Ok(())
 }
+
+/// One round of a sender (`rounds.parquet`).
+pub fn round_row<T: RowSink>(
+    t: &mut T,
+    r: &tcpdx_detect::infer::limit::RoundRow,
+) -> Result<(), TableError> {
+    let direction = match r.direction {
+        Dir::ClientToServer => "client_to_server",
+        Dir::ServerToClient => "server_to_client",
+    };
+    let vantage = match r.vantage {
+        tcpdx_detect::infer::limit::Vantage::Sender => "sender",
+        tcpdx_detect::infer::limit::Vantage::Receiver => "receiver",
+    };
+    t.row(&[
+        i64::from(r.stream).into(),
+        Cell::Str(direction),
+        r.start_s.into(),
+        r.end_s.into(),
+        i64::from(r.segments).into(),
+        i64::from(r.retransmissions).into(),
+        (r.flight_bytes as i64).into(),
+        (r.delivered_bytes as i64).into(),
+        r.cwnd_est.map_or(Cell::Null, Cell::F64),
+        Cell::Str(r.limit.as_str()),
+        Cell::Str(vantage),
+    ])
+}

@@ -478,8 +478,63 @@ pub const TIME_BUDGET: TableDef = TableDef {
     ],
 };
 
+/// `rounds`: each sender's round trips and what limited each.
+pub const ROUNDS: TableDef = TableDef {
+    name: "rounds",
+    doc: "One row per round trip of each direction's sender (one window of data from its first transmission to its ACK; after a retransmission timeout each retransmission round is its own), with what limited it. From a file only (a second pass over it); empty when the capture is read from standard input.",
+    cols: &[
+        req("stream", I64, "`tcp.stream`."),
+        req(
+            "direction",
+            Str,
+            "The data's direction: `client_to_server` or `server_to_client`.",
+        ),
+        req(
+            "start_s",
+            F64,
+            "Start (the round's first segment), seconds since the first frame.",
+        ),
+        req(
+            "end_s",
+            F64,
+            "End (the ACK of its first data), seconds since the first frame.",
+        ),
+        req(
+            "segments",
+            I64,
+            "Data segments sent in the round, retransmissions included.",
+        ),
+        req("retransmissions", I64, "Retransmitted segments."),
+        req(
+            "flight_bytes",
+            I64,
+            "Bytes in flight: the largest seen at the sender, or from the receiver's side or the middle the data arriving per round trip (`vantage`).",
+        ),
+        req(
+            "delivered_bytes",
+            I64,
+            "Bytes newly acknowledged in the round.",
+        ),
+        opt(
+            "cwnd_est",
+            F64,
+            "The sender's congestion window, segments, where the round shows it (rounds limited by it, recovery and timeout rounds); null where the flight was held below it.",
+        ),
+        req(
+            "limit",
+            Str,
+            "What held the sender back: `cwnd`, `receiver_window` (flight at the advertised window), `sender` (below both: send buffer or application), `pacing`, `recovery` or `timeout`.",
+        ),
+        req(
+            "vantage",
+            Str,
+            "Where the estimate comes from: `sender` (the capture is next to the data's sender: the flight as it leaves) or `receiver` (next to the receiver or in the middle: the data arriving per round trip, within about a half in the lab).",
+        ),
+    ],
+};
+
 /// Every table, in the order they are documented.
-pub const TABLES: [&TableDef; 7] = [
+pub const TABLES: [&TableDef; 8] = [
     &SEGMENTS,
     &FLOWS,
     &TRANSACTIONS,
@@ -487,6 +542,7 @@ pub const TABLES: [&TableDef; 7] = [
     &EVIDENCE,
     &EPISODES,
     &TIME_BUDGET,
+    &ROUNDS,
 ];
 
 /// The column reference of docs/parquet-format.md (generated; a test compares).

@@ -119,6 +119,19 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Score tcpdx's rounds (in process) against the kernel's state in each case's
+    /// truth.json: per congestion control and capture point, the limit label and the cwnd
+    /// estimate's error on rounds cwnd limited (before: the largest flight per round).
+    RoundsScore {
+        /// Run directory of `tcpdx-lab sweep` (or of lab cases).
+        dir: PathBuf,
+        /// Only these seeds (default: every case in the directory).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Write the whole score as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Request/response workload (Nagle + delayed ACK unless --nodelay).
     Rr {
         #[command(subcommand)]
@@ -433,6 +446,25 @@ fn real_main(cli: Cli) -> Result<()> {
             }
             let seeds = seeds.as_deref().map(seeds_arg).transpose()?;
             score_and_print(&dir, &tcpdx, seeds.as_deref(), json.as_deref())?;
+        }
+        Cmd::RoundsScore { dir, seeds, json } => {
+            if !dir.is_dir() {
+                return Err(BadInput(format!("no directory at {}", dir.display())).into());
+            }
+            let seeds = seeds.as_deref().map(seeds_arg).transpose()?;
+            let r = sweep::rounds::score_run(&dir, seeds.as_deref())?;
+            print!("{}", r.text());
+            if let Some(p) = json {
+                std::fs::write(&p, serde_json::to_vec_pretty(&r)?)
+                    .with_context(|| format!("writing {}", p.display()))?;
+            }
+            if !r.errors.is_empty() {
+                bail!(
+                    "{} case(s) could not be scored: {}",
+                    r.errors.len(),
+                    r.errors.join("; ")
+                );
+            }
         }
         Cmd::Rr { cmd } => {
             let r = match cmd {

@@ -53,6 +53,7 @@ mod drive;
 mod error;
 mod options;
 mod parallel;
+mod rounds;
 mod spill;
 #[cfg(feature = "arrow")]
 pub mod tables;
@@ -71,10 +72,12 @@ pub use error::Error;
 pub use options::{
     Filter, MAX_WARNINGS, Options, PROGRESS_EVERY_FRAMES, Progress, default_threads,
 };
+pub use rounds::direction_name;
 pub use tcpdx_capture::{CaptureWarning, SetMap, SetOrder};
 pub use tcpdx_core::{
     EventSink, FlowSummary, InputStats, SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
+pub use tcpdx_detect::infer::limit::{Limit, RoundRow, Vantage};
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;
@@ -486,8 +489,21 @@ impl Capture {
                 return Err(f.error);
             }
         }
-        let (mut d, fan) = sink.0.finish(spill_dir)?;
+        let (mut d, mut fan) = sink.0.finish(spill_dir)?;
         self.name_sources(&mut d)?;
+        // The rounds take a second pass, over a file only (a stream cannot be read again).
+        if self.source.path().is_some() {
+            let last = self.last.take();
+            let rows = self.rounds(o);
+            self.last = last;
+            match rows {
+                Ok(rows) => fan.exporter.rounds(&rows),
+                Err(e) => {
+                    fan.exporter.abort();
+                    return Err(e);
+                }
+            }
+        }
         Ok(fan.exporter.finish(&d)?)
     }
 }

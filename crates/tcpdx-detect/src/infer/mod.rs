@@ -2,6 +2,7 @@
 //! (RTT, its split around the capture point, options, SYN retransmissions) and the
 //! connection's silent gaps.
 
+pub mod limit;
 pub mod pauses;
 mod records;
 pub mod retx;
@@ -221,6 +222,32 @@ impl ConnTracker {
             .filter_map(|s| s.downstream_rtt_min)
             .min()
             .unwrap_or(0)
+    }
+
+    /// Where the capture sits relative to the data `dir`'s sender: next to it unless the
+    /// handshake places the capture next to the receiver or in the middle.
+    pub fn vantage(&self, dir: Dir) -> limit::Vantage {
+        let near_sender = match (self.handshake.capture_point(), dir) {
+            (CapturePoint::NearClient, Dir::ClientToServer)
+            | (CapturePoint::NearServer, Dir::ServerToClient)
+            | (CapturePoint::Unknown, _) => true,
+            (CapturePoint::NearClient | CapturePoint::NearServer | CapturePoint::Middle, _) => {
+                false
+            }
+        };
+        if near_sender {
+            limit::Vantage::Sender
+        } else {
+            limit::Vantage::Receiver
+        }
+    }
+
+    /// The rounds of the data `dir`'s sender, each with what limited it
+    /// ([`limit::classify`]).
+    pub fn round_limits(&self, dir: Dir) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
+        let s = &self.senders[dir.idx()];
+        let mss = if s.largest > 0 { s.largest } else { s.mss };
+        limit::classify(&s.rounds, mss, self.path_rtt(), self.vantage(dir))
     }
 
     /// Closed: both sides sent a FIN, or one sent a RST.

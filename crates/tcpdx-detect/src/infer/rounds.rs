@@ -47,6 +47,10 @@ const NO_RETX: u8 = 8;
 /// encoded again): a steady transfer's rounds differ only in their times, and take 10
 /// bytes instead of 17.
 const SAME_SHAPE: u8 = 16;
+/// The round ended in or followed a retransmission timeout.
+const TIMEOUT: u8 = 32;
+/// A loss episode was still open at the round's end.
+const RECOVERY_AT_END: u8 = 64;
 
 /// The fields the next round is encoded against.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -119,12 +123,12 @@ const MAX_ROUND_BYTES: usize = 3 + 8 * 8;
 const MAX_VALUES: usize = 8;
 
 /// Bits of a header before the values' length codes.
-const FLAG_BITS: u32 = 5;
+const FLAG_BITS: u32 = 7;
 
-/// Bytes of the header of a round of `values` values: 5 flag bits and a 2-bit code a value.
+/// Bytes of the header of a round of `values` values: 7 flag bits and a 2-bit code a value.
 #[inline]
 fn header_len(values: usize) -> usize {
-    if values <= 5 { 2 } else { 3 }
+    if values <= 4 { 2 } else { 3 }
 }
 
 /// The values a round with `flags` holds: its start and duration always, its shape (four
@@ -137,7 +141,7 @@ fn value_count(flags: u8) -> usize {
         + usize::from(flags & SAME_WINDOW == 0)
 }
 
-/// One round's bytes: a header (the flags in its low 4 bits, then for each value 2 bits
+/// One round's bytes: a header (the flags in its low 7 bits, then for each value 2 bits
 /// giving its length, 1, 2, 4 or 8 bytes), then the values, little-endian. Hand-written
 /// for speed: every value's offset follows from the header alone, so the decoder loads
 /// them all at once, where a varint's length is known only once the previous one has been
@@ -331,6 +335,12 @@ impl Rounds {
         }
         if r.in_recovery {
             flags |= IN_RECOVERY;
+        }
+        if r.timeout {
+            flags |= TIMEOUT;
+        }
+        if r.recovery_at_end {
+            flags |= RECOVERY_AT_END;
         }
         if r.rcv_window == prev.rcv_window {
             flags |= SAME_WINDOW;
@@ -646,6 +656,8 @@ fn decode(b: &[u8], pos: &mut usize, prev: &mut Prev) -> Option<Round> {
         retx,
         rwnd_limited: flags & RWND_LIMITED != 0,
         in_recovery: flags & IN_RECOVERY != 0,
+        timeout: flags & TIMEOUT != 0,
+        recovery_at_end: flags & RECOVERY_AT_END != 0,
         rcv_window,
         max_in_flight,
     };
@@ -721,6 +733,8 @@ mod tests {
             },
             rwnd_limited: i.is_multiple_of(3),
             in_recovery: i % 4 == 1,
+            timeout: i % 7 == 2,
+            recovery_at_end: i % 6 == 1,
             rcv_window: if i % 50 < 25 { 65_535 << 7 } else { i as u64 },
             max_in_flight: if i == 9 {
                 u64::MAX
@@ -855,6 +869,9 @@ mod tests {
                 RWND_LIMITED | NO_RETX | SAME_WINDOW,
                 SAME_SHAPE,
                 SAME_SHAPE | NO_RETX | SAME_WINDOW | IN_RECOVERY,
+                TIMEOUT | RWND_LIMITED,
+                TIMEOUT | SAME_SHAPE | NO_RETX | SAME_WINDOW | IN_RECOVERY | RWND_LIMITED,
+                RECOVERY_AT_END | TIMEOUT | SAME_SHAPE | NO_RETX | SAME_WINDOW | IN_RECOVERY,
             ] {
                 let count = value_count(flags);
                 // The value under test in each place, the others small or large.

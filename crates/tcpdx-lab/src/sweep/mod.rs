@@ -3,6 +3,7 @@
 //! against `tcpdx diagnose --json` ([`score`]). Same seed, same scenario.
 
 pub mod labels;
+pub mod rounds;
 pub mod score;
 
 use crate::scenario::{

@@ -209,11 +209,12 @@ impl ConnSeries {
 
     fn finish(mut self, stream: u32, cfg: &SeriesConfig) -> ConnGraphs {
         self.tracker.finish();
-        let sender = &self.tracker.senders[self.main.idx()];
+        // The sender's flight per round: as it leaves next to the sender, the data arriving
+        // per round trip from the receiver's side (`infer::limit`).
         let mut window = Bins::new(cfg.fine_bin_ns, cfg.max_bins);
-        for r in &sender.rounds {
+        for (r, l) in self.tracker.round_limits(self.main) {
             let t = r.start - self.tracker.capture_start;
-            window.add(t, Extremes::at(t, r.max_in_flight as f64));
+            window.add(t, Extremes::at(t, l.flight_bytes as f64));
         }
         ConnGraphs {
             stream,

@@ -273,8 +273,10 @@ impl SenderState {
         self.check_nagle_tail(a, retx, path_rtt);
         if retx && self.on_retransmission(a, path_rtt, first_sighting) {
             // After a timeout the sender treats everything in flight as lost: the
-            // retransmission starts a new flight, lone from the receiver's point of view.
+            // retransmission starts a new flight, lone from the receiver's point of view,
+            // and a new round.
             self.segs_since_ack = 0;
+            self.round_timeout(a, end);
         }
         self.count_in_round(a, end, retx);
         self.note_lone(a, end, path_rtt);

@@ -5,6 +5,12 @@
 //! round when none is open and is counted in the open one; an ACK at or above `end_seq` at
 //! least [`ROUND_MIN_RTT_SHARE`] of the path round trip after the round's start closes it
 //! and opens the next if data is still in flight.
+//!
+//! A retransmission timeout closes the open round (the silence ends it) and opens one
+//! that ends at the ACK of the retransmission; until the ACK covers what was in flight at
+//! the timeout (the kernel's Loss state), each round ends at the ACK of the highest byte
+//! sent since, so the window's collapse to one segment and its regrowth (1, 2, 4 ...)
+//! show round by round instead of as one long round.
 
 use super::{MAX_SAMPLE_FRAMES, SenderState, push_capped};
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis};
@@ -41,6 +47,12 @@ pub struct Round {
     pub rwnd_limited: bool,
     /// A loss episode was open during the round.
     pub in_recovery: bool,
+    /// The round ended in a retransmission timeout or retransmitted after one (the
+    /// sender's Loss state).
+    pub timeout: bool,
+    /// The loss episode was still open at the round's end (the kernel's Recovery state
+    /// then).
+    pub recovery_at_end: bool,
     /// The receiver's advertised window at the end of the round (bytes).
     pub rcv_window: u64,
     /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
@@ -76,7 +88,12 @@ pub(super) struct RoundAcc {
     retx: u32,
     rwnd_limited: bool,
     in_recovery: bool,
+    timeout: bool,
     max_in_flight: u64,
+    /// After a timeout: what was in flight then (its ACK ends the Loss state), 0 outside.
+    loss_point: u64,
+    /// After a timeout: the highest sequence end sent since.
+    loss_high: u64,
 }
 
 impl RoundAcc {
@@ -95,6 +112,7 @@ impl RoundAcc {
         self.retx = 0;
         self.rwnd_limited = false;
         self.in_recovery = false;
+        self.timeout = self.loss_point != 0;
         self.max_in_flight = 0;
     }
 }
@@ -104,9 +122,18 @@ impl SenderState {
     /// open round, which it opens if none is.
     #[inline]
     pub(super) fn count_in_round(&mut self, a: &SegmentAnalysis, end: u64, retx: bool) {
-        // A round opens with the first segment sent while none is open.
+        // A round opens with the first segment sent while none is open; after a timeout
+        // it ends at the ACK of that segment, not of everything sent before.
+        if self.round.loss_point != 0 {
+            self.round.loss_high = self.round.loss_high.max(end);
+        }
         if !self.round.active {
-            self.round.open(a.ts.0, end.max(self.snd_nxt), self.snd_una);
+            let end_seq = if self.round.loss_point != 0 {
+                end
+            } else {
+                end.max(self.snd_nxt)
+            };
+            self.round.open(a.ts.0, end_seq, self.snd_una);
         }
         self.round.pkts += 1;
         self.round.bytes += u64::from(a.len);
@@ -130,31 +157,65 @@ impl SenderState {
         }
     }
 
+    /// The timeout retransmission `a` (ending at `end`): the open round ends now, and the
+    /// sender is in its Loss state until the ACK covers what it had sent (`snd_nxt`).
+    #[inline(never)]
+    pub(super) fn round_timeout(&mut self, a: &SegmentAnalysis, end: u64) {
+        let ts = a.ts.0;
+        if self.round.active && self.round.pkts > 0 {
+            self.round.timeout = true;
+            let r = self.round_until(ts, self.snd_una, self.rcv_window.unwrap_or(0));
+            if self.rounds.len() < MAX_ROUNDS {
+                self.rounds.push(&r);
+            }
+        }
+        self.round.loss_point = self.snd_nxt.max(end);
+        self.round.loss_high = end;
+        self.round.open(ts, end, self.snd_una);
+    }
+
+    /// The open round as it ends at `ts` with `ack` acknowledged and `window` advertised.
+    #[inline]
+    fn round_until(&self, ts: i64, ack: u64, window: u64) -> Round {
+        Round {
+            start: self.round.start,
+            end: ts,
+            pkts: self.round.pkts,
+            bytes: self.round.bytes,
+            acked: ack.saturating_sub(self.round.ack_at_start),
+            retx: self.round.retx,
+            rwnd_limited: self.round.rwnd_limited,
+            in_recovery: self.round.in_recovery || self.episode.is_some(),
+            timeout: self.round.timeout,
+            recovery_at_end: self.episode.is_some(),
+            rcv_window: window,
+            max_in_flight: self.round.max_in_flight,
+        }
+    }
+
     /// The ACK `a` of the peer: closes the open round if it covers the round's first data
     /// and the round lasted long enough to be one.
     #[inline]
     pub(super) fn close_round(&mut self, a: &SegmentAnalysis, path_rtt: i64) {
         let (ts, ack) = (a.ts.0, a.ack);
         let min_round = (path_rtt as f64 * ROUND_MIN_RTT_SHARE) as i64;
+        if self.round.loss_point != 0 && ack >= self.round.loss_point {
+            self.round.loss_point = 0;
+        }
         if self.round.active && ack >= self.round.end_seq && ts - self.round.start >= min_round {
-            let r = Round {
-                start: self.round.start,
-                end: ts,
-                pkts: self.round.pkts,
-                bytes: self.round.bytes,
-                acked: ack.saturating_sub(self.round.ack_at_start),
-                retx: self.round.retx,
-                rwnd_limited: self.round.rwnd_limited,
-                in_recovery: self.round.in_recovery || self.episode.is_some(),
-                rcv_window: a.window,
-                max_in_flight: self.round.max_in_flight,
-            };
+            let r = self.round_until(ts, ack, a.window);
             // A round in which nothing was sent says nothing about the window.
             if r.pkts > 0 && self.rounds.len() < MAX_ROUNDS {
                 self.rounds.push(&r);
             }
-            if self.snd_nxt > ack {
-                self.round.open(ts, self.snd_nxt, ack);
+            // In the Loss state the sender's front is what it resent, not `snd_nxt`.
+            let front = if self.round.loss_point != 0 {
+                self.round.loss_high
+            } else {
+                self.snd_nxt
+            };
+            if front > ack {
+                self.round.open(ts, front, ack);
             } else {
                 // The other fields are read only while a round is open.
                 self.round.active = false;
@@ -281,5 +342,42 @@ mod tests {
         // Nothing was sent in the third round: not kept.
         f.ack(T0 + 40 * MS, 4001);
         assert_eq!(f.s.rounds.len(), 2);
+    }
+
+    #[test]
+    fn after_a_timeout_each_retransmission_round_is_its_own() {
+        use tcpdx_core::AnalysisFlags as F;
+        let rtt = 10 * MS;
+        let mut f = Feed::new(rtt);
+        // Ten segments; the first ACK closes the first round, then all else is lost.
+        let end = f.burst(T0, 1, 10);
+        f.ack(T0 + rtt, 1001);
+        assert_eq!(f.s.rounds.len(), 1);
+        // The timeout: one segment, its ACK, then two, then four.
+        let t = T0 + rtt + 300 * MS;
+        f.data(t, 1001, MSS, F::RETRANSMISSION);
+        f.ack(t + rtt, 2001);
+        f.data(t + rtt, 2001, MSS, F::RETRANSMISSION);
+        f.data(t + rtt, 3001, MSS, F::RETRANSMISSION);
+        f.ack(t + 2 * rtt, 4001);
+        for i in 0..4 {
+            f.data(
+                t + 2 * rtt,
+                4001 + i * u64::from(MSS),
+                MSS,
+                F::RETRANSMISSION,
+            );
+        }
+        f.ack(t + 3 * rtt, end);
+        let got: Vec<(u32, bool)> = f.s.rounds.iter().map(|r| (r.pkts, r.timeout)).collect();
+        // The round open at the timeout ends there (no segment of it was sent since its
+        // start: kept only when it sent one).
+        assert_eq!(got, [(10, false), (1, true), (2, true), (4, true)]);
+        let last = f.s.rounds.iter().last().unwrap();
+        assert_eq!((last.start, last.end), (t + 2 * rtt, t + 3 * rtt));
+        // The ACK of all that was in flight at the timeout ends the Loss state.
+        f.data(t + 3 * rtt, end, MSS, 0);
+        f.ack(t + 4 * rtt, end + u64::from(MSS));
+        assert!(!f.s.rounds.iter().last().unwrap().timeout);
     }
 }
