@@ -51,6 +51,7 @@ mod error;
 mod options;
 mod parallel;
 mod spill;
+pub mod vantage;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -72,6 +73,7 @@ pub use tcpdx_core::{
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;
+pub use tcpdx_report::vantage::Vantage;
 pub use tcpdx_storage::{DecodeAs, SrtConfig, SrtReport, StorageSink};
 
 use diagnosis::{CaptureDiagnoser, Evidence, assemble_listed};
