@@ -114,8 +114,13 @@ impl Analysis {
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed); - reads stdin.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "vantage")]
     pub files: Vec<PathBuf>,
+    /// Two captures of the same connections at two points of the path (A first): A's
+    /// diagnosis, then where each loss happened (before A, between, after B), the clock
+    /// offset, one-way delays and storage times split between network and server.
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "files")]
+    pub vantage: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
@@ -214,7 +219,12 @@ pub struct SrtArgs {
 pub struct ReportArgs {
     /// Capture file (pcap, pcapng, optionally gzip- or zstd-compressed). It is read twice
     /// (diagnosis, then the graphed connections), so standard input is not accepted.
-    pub file: PathBuf,
+    #[arg(required_unless_present = "vantage", conflicts_with = "vantage")]
+    pub file: Option<PathBuf>,
+    /// Two captures of the same connections at two points (A first): A's report with a
+    /// section of two time-sequence graphs per connection on one time axis, losses marked.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub vantage: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
@@ -285,6 +295,38 @@ mod tests {
 
     fn v(a: &[&str]) -> Vec<std::ffi::OsString> {
         a.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn vantage_takes_two_captures_a_first() {
+        let c = Cli::try_parse_from(v(&["tcpdx", "diagnose", "--vantage", "a.pcap", "b.pcap"]))
+            .unwrap();
+        let Command::Diagnose(d) = c.command else {
+            panic!("diagnose")
+        };
+        assert_eq!(
+            d.vantage,
+            [PathBuf::from("a.pcap"), PathBuf::from("b.pcap")]
+        );
+        assert!(d.files.is_empty());
+        let c = Cli::try_parse_from(v(&[
+            "tcpdx",
+            "report",
+            "--vantage",
+            "a.pcap",
+            "b.pcap",
+            "-o",
+            "x.html",
+        ]))
+        .unwrap();
+        let Command::Report(r) = c.command else {
+            panic!("report")
+        };
+        assert_eq!(r.vantage.len(), 2);
+        assert_eq!(r.file, None);
+        // One capture is not two vantage points.
+        assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose", "--vantage", "a.pcap"])).is_err());
+        assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose"])).is_err());
     }
 
     #[test]

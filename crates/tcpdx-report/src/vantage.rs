@@ -210,6 +210,9 @@ pub struct Vantage {
     /// `(stream in A, stream in B)` of the connections seen at both (not in the JSON).
     #[serde(skip)]
     pub stream_pairs: Vec<(u32, u32)>,
+    /// A's first TCP frame time (ns since the epoch), the origin of `t_s` (not in the JSON).
+    #[serde(skip)]
+    pub t0_ns: i64,
 }
 
 impl Vantage {

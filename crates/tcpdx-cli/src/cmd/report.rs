@@ -17,9 +17,28 @@ use tcpdx_report::{GraphRecorder, write_html_report};
 use crate::flags::ReportArgs;
 use crate::warned;
 
+/// Connection directions drawn at both points by `--vantage`.
+const VANTAGE_GRAPHS: usize = 3;
+
+/// The `--vantage A B` section, if asked for.
+fn vantage_section(a: &ReportArgs, an: &crate::flags::Analysis) -> Result<Option<String>> {
+    let [pa, pb] = a.vantage.as_slice() else {
+        return Ok(None);
+    };
+    let o = an.options("reading");
+    let mut ca = Capture::open(pa);
+    let mut cb = Capture::open(pb);
+    let mut v = ca.vantage(&mut cb, &o)?;
+    ca.vantage_graphs(&mut cb, &mut v, VANTAGE_GRAPHS)?;
+    Ok(Some(tcpdx_report::html::vantage::vantage_section(&v)))
+}
+
 /// Runs `tcpdx report`.
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
-    if a.file.as_os_str() == "-" {
+    let Some(file) = a.file.as_ref().or(a.vantage.first()) else {
+        bail!("report: no capture given");
+    };
+    if file.as_os_str() == "-" || a.vantage.iter().any(|p| p.as_os_str() == "-") {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let an = &a.analysis;
@@ -27,7 +46,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     // diagnoses them all.
     let mut all = an.options("reading");
     all.filter.streams.clear();
-    let mut c = Capture::open(&a.file);
+    let mut c = Capture::open(file);
     let mut top = TopBytes::new(a.top);
     let r = c.diagnose_with(&all, &mut top);
     let diagnosis = warned(&c, an.max_flows, r)?;
@@ -58,7 +77,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
-    let file = a.file.display().to_string();
+    let file = file.display().to_string();
     let page = Page {
         file: &file,
         frames,
@@ -68,7 +87,18 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     let out = &a.output;
     let f = File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut w = BufWriter::new(f);
-    write_html_report(&mut w, &page)
+    let written = match vantage_section(a, an)? {
+        // The two-point section goes before the page's data and scripts.
+        Some(section) => {
+            let mut buf = Vec::new();
+            write_html_report(&mut buf, &page).and_then(|()| {
+                let html = String::from_utf8_lossy(&buf);
+                w.write_all(tcpdx_report::html::vantage::with_section(&html, &section).as_bytes())
+            })
+        }
+        None => write_html_report(&mut w, &page),
+    };
+    written
         .and_then(|()| w.flush())
         .with_context(|| format!("{}: writing the report", out.display()))?;
     eprintln!(

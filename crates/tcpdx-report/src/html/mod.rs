@@ -10,6 +10,7 @@ pub mod bins;
 pub mod page;
 pub mod select;
 pub mod series;
+pub mod vantage;
 
 pub use page::{Page, Section, write_html_report};
 pub use select::{Chosen, TopBytes, choose};

@@ -4,8 +4,9 @@
 //! going back `owd - offset` later. Queues only add delay, so each direction's smallest
 //! difference is its path minimum: the offset is the middle of the two envelopes,
 //! `(min(b - a | A to B) + max(b - a | B to A)) / 2`, and is exact when the two minima are
-//! equal. The drift is the slope of that middle over time (Theil-Sen over short windows,
-//! robust to the windows whose minimum queued).
+//! equal. The drift is the slope of each direction's envelope over time (the line under
+//! the short windows' minima that is closest to them, as Moon, Skelly and Towsley's
+//! linear program; queues only raise the points), averaged over the two directions.
 
 /// First window width: short captures still get several windows for the drift.
 const FIRST_WINDOW_NS: i64 = 100_000_000;
@@ -121,19 +122,15 @@ impl ClockFit {
     /// The clock, if both directions had a segment seen at both points.
     pub(crate) fn fit(&self) -> Option<Clock> {
         let t0 = self.t0?;
-        let mids: Vec<(f64, f64)> = self
-            .windows
-            .iter()
-            .filter_map(|w| {
-                let ((ta1, d1), (ta2, d2)) = (w.ab?, w.ba?);
-                Some((
-                    (ta1 + (ta2 - ta1) / 2 - t0) as f64,
-                    (i128::from(d1) + i128::from(d2)) as f64 / 2.0,
-                ))
-            })
+        let rel = |(t, d): (i64, i64)| ((t - t0) as f64, d as f64);
+        let ab: Vec<(f64, f64)> = self.windows.iter().filter_map(|w| w.ab.map(rel)).collect();
+        let ba: Vec<(f64, f64)> = self.windows.iter().filter_map(|w| w.ba.map(rel)).collect();
+        let slopes: Vec<f64> = [envelope_slope(&ab, true), envelope_slope(&ba, false)]
+            .into_iter()
+            .flatten()
             .collect();
-        let drift = if mids.len() >= MIN_DRIFT_WINDOWS {
-            theil_sen(&mids)
+        let drift = if ab.len().min(ba.len()) >= MIN_DRIFT_WINDOWS && !slopes.is_empty() {
+            slopes.iter().sum::<f64>() / slopes.len() as f64
         } else {
             0.0
         };
@@ -157,21 +154,32 @@ impl ClockFit {
     }
 }
 
-/// The median of the slopes between every two points.
-fn theil_sen(p: &[(f64, f64)]) -> f64 {
-    let mut slopes = Vec::with_capacity(p.len() * p.len() / 2);
-    for (i, a) in p.iter().enumerate() {
-        for b in p.iter().skip(i + 1) {
-            if b.0 != a.0 {
-                slopes.push((b.1 - a.1) / (b.0 - a.0));
+/// The slope of the line under (`lower`) or over every point that is closest to them on
+/// average: the convex hull's edge above the points' mean time (queues only move points
+/// away from it, so it follows the path's minimum).
+fn envelope_slope(p: &[(f64, f64)], lower: bool) -> Option<f64> {
+    let sign = if lower { 1.0 } else { -1.0 };
+    let mut pts: Vec<(f64, f64)> = p.iter().map(|&(t, d)| (t, sign * d)).collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut hull: Vec<(f64, f64)> = Vec::with_capacity(pts.len());
+    for q in pts {
+        while let [.., o, a] = hull.as_slice() {
+            let cross = (a.0 - o.0) * (q.1 - o.1) - (a.1 - o.1) * (q.0 - o.0);
+            if cross <= 0.0 {
+                hull.pop();
+            } else {
+                break;
             }
         }
+        hull.push(q);
     }
-    if slopes.is_empty() {
-        return 0.0;
-    }
-    slopes.sort_by(f64::total_cmp);
-    slopes.get(slopes.len() / 2).copied().unwrap_or(0.0)
+    let mean = p.iter().map(|x| x.0).sum::<f64>() / p.len().max(1) as f64;
+    hull.windows(2)
+        .find(|e| matches!(e, [a, b] if a.0 <= mean && mean <= b.0 && b.0 > a.0))
+        .and_then(|e| match e {
+            [a, b] => Some(sign * (b.1 - a.1) / (b.0 - a.0)),
+            _ => None,
+        })
 }
 
 #[cfg(test)]

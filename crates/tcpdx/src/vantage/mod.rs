@@ -18,7 +18,7 @@ mod storage;
 
 use std::collections::HashMap;
 
-use tcpdx_report::vantage::{Direction, FindingSide, Point, Vantage};
+use tcpdx_report::vantage::{Direction, FindingSide, Point, TwoPointGraph, Vantage};
 
 use crate::{Capture, Diagnosis, Error, Options};
 use clock::{Clock, ClockFit};
@@ -229,14 +229,16 @@ fn fit_clock(
     Ok(fit.fit())
 }
 
-/// Both captures in step with the fitted clock: losses, delays, counts.
-fn locate(
+/// Both captures in step with `clock`: each released segment to `each` with its stream,
+/// after the classifier judged it. Returns the classifier and the stream numbers.
+fn walk(
     a: tcpdx_capture::CaptureReader,
     b: tcpdx_capture::CaptureReader,
     clock: Clock,
     sides: &Sides,
-    v: &mut Vantage,
-) -> Result<(), Error> {
+    notes: &mut Vec<String>,
+    mut each: impl FnMut(&Released, u32, &Classifier),
+) -> Result<(Classifier, Streams), Error> {
     let mut merge = Merge {
         a: Feed::new(a, Point::A),
         b: Feed::new(b, Point::B),
@@ -247,31 +249,54 @@ fn locate(
     for (&f, &lo) in sides {
         cls.set_side(f, lo);
     }
+    let mut next_sweep = clock.t0 + SWEEP_EVERY_NS;
+    let mut pending: Vec<Released> = Vec::new();
+    let mut done = false;
+    while !done {
+        match merge.next(&clock)? {
+            Some((o, t)) => {
+                streams.see(&o);
+                m.push(o, t);
+                m.release(t, &mut |r| pending.push(r));
+                if t > next_sweep {
+                    cls.forget_idle(t);
+                    next_sweep = t + SWEEP_EVERY_NS;
+                }
+            }
+            None => {
+                m.release(i64::MAX, &mut |r| pending.push(r));
+                done = true;
+            }
+        }
+        for r in pending.drain(..) {
+            let stream = streams.stream(&r.obs.key.flow);
+            cls.handle(&r, stream);
+            each(&r, stream, &cls);
+        }
+    }
+    for (name, f) in [("A", &merge.a), ("B", &merge.b)] {
+        for w in f.reader().warnings() {
+            notes.push(format!("capture {name}: {w}"));
+        }
+    }
+    Ok((cls, streams))
+}
+
+/// Both captures in step with the fitted clock: losses, delays, counts.
+fn locate(
+    a: tcpdx_capture::CaptureReader,
+    b: tcpdx_capture::CaptureReader,
+    clock: Clock,
+    sides: &Sides,
+    v: &mut Vantage,
+) -> Result<(), Error> {
     let mut ab = Delays::new("a_to_b", clock.t0);
     let mut ba = Delays::new("b_to_a", clock.t0);
     let (mut matched, mut only_a, mut only_b) = (0u64, 0u64, 0u64);
-    let mut next_sweep = clock.t0 + SWEEP_EVERY_NS;
-    let mut pending: Vec<Released> = Vec::new();
-    while let Some((o, t)) = merge.next(&clock)? {
-        streams.see(&o);
-        m.push(o, t);
-        m.release(t, &mut |r| pending.push(r));
-        for r in pending.drain(..) {
-            count(&r, &mut matched, &mut only_a, &mut only_b);
-            cls.handle(&r, streams.stream(&r.obs.key.flow));
-            delay(&r, &cls, &mut ab, &mut ba);
-        }
-        if t > next_sweep {
-            cls.forget_idle(t);
-            next_sweep = t + SWEEP_EVERY_NS;
-        }
-    }
-    m.release(i64::MAX, &mut |r| pending.push(r));
-    for r in pending.drain(..) {
-        count(&r, &mut matched, &mut only_a, &mut only_b);
-        cls.handle(&r, streams.stream(&r.obs.key.flow));
-        delay(&r, &cls, &mut ab, &mut ba);
-    }
+    let (cls, streams) = walk(a, b, clock, sides, &mut v.notes, |r, _, cls| {
+        count(r, &mut matched, &mut only_a, &mut only_b);
+        delay(r, cls, &mut ab, &mut ba);
+    })?;
     let found = cls.finish();
     v.matched = matched;
     v.only_a = only_a;
@@ -284,12 +309,132 @@ fn locate(
     v.duplicated = found.duplicated;
     v.events_not_listed = found.not_listed;
     v.delays = vec![ab.summary(), ba.summary()];
-    for (name, f) in [("A", &merge.a), ("B", &merge.b)] {
-        for w in f.reader().warnings() {
-            v.notes.push(format!("capture {name}: {w}"));
-        }
-    }
+    v.t0_ns = clock.t0;
     Ok(())
+}
+
+/// Points kept per capture and graph; beyond, every other one is dropped.
+const GRAPH_POINTS: usize = 4_000;
+
+/// Up to `max` (stream, direction) with the most losses, or the first connections' A to B
+/// data when there are none.
+fn graphed(v: &Vantage, max: usize) -> Vec<(u32, Direction)> {
+    let mut n: HashMap<(u32, Direction), usize> = HashMap::new();
+    for l in &v.losses {
+        *n.entry((l.stream, l.direction)).or_default() += 1;
+    }
+    let mut top: Vec<_> = n.into_iter().collect();
+    top.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.0.cmp(&y.0.0)));
+    let mut out: Vec<_> = top.into_iter().map(|x| x.0).take(max).collect();
+    if out.is_empty() {
+        out = v
+            .stream_pairs
+            .iter()
+            .take(max)
+            .flat_map(|p| [(p.0, Direction::AToB), (p.0, Direction::BToA)])
+            .collect();
+    }
+    out
+}
+
+/// A series with a bounded number of points: when full, every other point goes and only
+/// every `stride`-th new one is kept.
+#[derive(Default)]
+struct Thin {
+    pts: Vec<(f64, f64)>,
+    stride: usize,
+    seen: usize,
+}
+
+impl Thin {
+    fn push(&mut self, p: (f64, f64)) {
+        self.stride = self.stride.max(1);
+        self.seen += 1;
+        if !self.seen.is_multiple_of(self.stride) {
+            return;
+        }
+        if self.pts.len() >= GRAPH_POINTS {
+            let kept = self.pts.iter().step_by(2).copied().collect();
+            self.pts = kept;
+            self.stride *= 2;
+        }
+        self.pts.push(p);
+    }
+}
+
+impl Capture {
+    /// Fills `v.graphs` (after [`Capture::vantage`] with the same `b`): the time-sequence
+    /// of up to `max` connection directions at both points on A's time axis, the ones with
+    /// most losses first, with their losses. One more pass over both captures.
+    pub fn vantage_graphs(
+        &mut self,
+        b: &mut Capture,
+        v: &mut Vantage,
+        max: usize,
+    ) -> Result<(), Error> {
+        let chosen = graphed(v, max);
+        if chosen.is_empty() {
+            return Ok(());
+        }
+        let clock = Clock {
+            t0: v.t0_ns,
+            offset_ns: v.offset_s * 1e9,
+            drift: v.drift_ppm / 1e6,
+        };
+        let (_, sides) = coarse(self.reader(1)?, b.reader(1)?)?;
+        let mut series: HashMap<(u32, Direction), (Option<u32>, Thin, Thin)> = chosen
+            .iter()
+            .map(|&k| (k, (None, Thin::default(), Thin::default())))
+            .collect();
+        let mut notes = Vec::new();
+        walk(
+            self.reader(1)?,
+            b.reader(1)?,
+            clock,
+            &sides,
+            &mut notes,
+            |r, stream, cls| {
+                if r.obs.key.len == 0 && !r.obs.syn() {
+                    return;
+                }
+                let Some(dir) = cls.direction(&r.obs.key.flow, r.obs.key.from_lo) else {
+                    return;
+                };
+                let Some((base, at_a, at_b)) = series.get_mut(&(stream, dir)) else {
+                    return;
+                };
+                let base = *base.get_or_insert(r.obs.key.seq);
+                let seq = f64::from(r.obs.key.seq.wrapping_sub(base));
+                let secs = |t: i64| (t - clock.t0) as f64 / 1e9;
+                if let Some((_, t)) = r.at(Point::A) {
+                    at_a.push((secs(t), seq));
+                }
+                if let Some((_, t)) = r.at(Point::B) {
+                    at_b.push((secs(t), seq));
+                }
+            },
+        )?;
+        v.graphs = chosen
+            .into_iter()
+            .filter_map(|k| {
+                let (_, a, b) = series.remove(&k)?;
+                let losses = v
+                    .losses
+                    .iter()
+                    .filter(|l| (l.stream, l.direction) == k)
+                    .filter_map(|l| Some((l.t_s, f64::from(l.seq), l.location?)))
+                    .collect();
+                Some(TwoPointGraph {
+                    stream: k.0,
+                    direction: k.1.as_str(),
+                    a: a.pts,
+                    b: b.pts,
+                    losses,
+                })
+            })
+            .collect();
+        Ok(())
+    }
 }
 
 fn count(r: &Released, matched: &mut u64, only_a: &mut u64, only_b: &mut u64) {
