@@ -14,6 +14,12 @@ const FIRST_WINDOW_NS: i64 = 100_000_000;
 const MAX_WINDOWS: usize = 512;
 /// Fewer windows with both directions give no drift (an offset alone).
 const MIN_DRIFT_WINDOWS: usize = 4;
+/// The largest drift taken for a clock's: NTP's frequency tolerance (500 ppm, RFC 5905).
+const MAX_DRIFT: f64 = 500e-6;
+/// Two envelope slopes within this much of each other (absolute, plus a share of their
+/// size) are one clock's drift; farther apart, queues moved them.
+const SLOPES_AGREE: f64 = 20e-6;
+const SLOPES_AGREE_SHARE: f64 = 0.2;
 
 /// B's clock as a function of A's.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -129,10 +135,11 @@ impl ClockFit {
             .into_iter()
             .flatten()
             .collect();
-        let drift = if ab.len().min(ba.len()) >= MIN_DRIFT_WINDOWS && !slopes.is_empty() {
-            slopes.iter().sum::<f64>() / slopes.len() as f64
-        } else {
-            0.0
+        let drift = match slopes.as_slice() {
+            [x, y] if ab.len().min(ba.len()) >= MIN_DRIFT_WINDOWS && clock_like(*x, *y) => {
+                (x + y) / 2.0
+            }
+            _ => 0.0,
         };
         let low = self
             .windows
@@ -152,6 +159,12 @@ impl ClockFit {
             drift,
         })
     }
+}
+
+/// A clock drift moves both directions' envelopes alike, and no further than a clock can.
+fn clock_like(x: f64, y: f64) -> bool {
+    let mean = (x + y) / 2.0;
+    (x - y).abs() <= SLOPES_AGREE + SLOPES_AGREE_SHARE * mean.abs() && mean.abs() <= MAX_DRIFT
 }
 
 /// The slope of the line under (`lower`) or over every point that is closest to them on
@@ -226,6 +239,18 @@ mod tests {
     fn asymmetric_minima_bias_the_offset_by_half_their_difference() {
         let c = fit(0, 0.0, 6_000_000, 2_000_000, 2);
         assert!((c.offset_ns - 2e6).abs() < 1_000.0, "{c:?}");
+    }
+
+    #[test]
+    fn slopes_are_a_clock_drift_only_when_they_agree_and_stay_plausible() {
+        assert!(clock_like(50e-6, 50e-6));
+        // From 0: y <= 20 ppm + 0.2 * y / 2, i.e. 22.2 ppm.
+        assert!(clock_like(0.0, 22.2e-6), "just below the bound");
+        assert!(!clock_like(0.0, 22.3e-6), "just above it");
+        assert!(clock_like(100e-6, 118e-6), "within 20 ppm + 20%");
+        assert!(!clock_like(100e-6, 150e-6));
+        assert!(clock_like(500e-6, 500e-6), "at NTP's tolerance");
+        assert!(!clock_like(501e-6, 501e-6), "beyond it");
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub(crate) const MAX_EVENTS: usize = 100_000;
 const MAX_GAPS: usize = 64;
 /// SACK blocks remembered per direction.
 const MAX_SACKED: usize = 16;
+/// How long after a retransmission reached D a D-SACK (RFC 2883) for it still shows the
+/// receiver had the original: its answer to a duplicate is immediate, plus the way back to D.
+const DSACK_WAIT_NS: i64 = 100_000_000;
 /// A jump of the highest sequence larger than this is not a hole (a new connection on the
 /// same ports, a broken capture).
 const MAX_GAP_BYTES: u64 = 1 << 30;
@@ -213,6 +216,7 @@ impl Classifier {
                         other.sacked.push((l, h));
                     }
                 }
+                let dsack = dsack_block(other, a, &r.obs.sack, r.obs.sack_n);
                 let ack = other.ack.unwrap_or(0);
                 other.sacked.retain(|&(_, h)| h > ack);
                 let odir = flip(dir);
@@ -246,8 +250,9 @@ impl Classifier {
                     .filter(|(_, s)| {
                         s.flow == flow_key
                             && s.from_lo == ofrom
-                            && r.t <= s.deadline
-                            && other.covered(s.start, s.tx.end)
+                            && (r.t <= s.deadline && other.covered(s.start, s.tx.end)
+                                || r.t <= s.deadline + DSACK_WAIT_NS
+                                    && dsack.is_some_and(|(l, h)| l < s.tx.end && s.start < h))
                     })
                     .map(|(i, _)| i)
                     .collect();
@@ -432,11 +437,17 @@ impl Classifier {
 
     /// Suspects whose retransmission reached D before `now` with no ACK: lost after D.
     fn expire_suspects(&mut self, now: i64) {
-        if self.suspects.iter().all(|s| s.deadline >= now) {
+        if self
+            .suspects
+            .iter()
+            .all(|s| s.deadline + DSACK_WAIT_NS >= now)
+        {
             return;
         }
-        let (due, keep): (Vec<Suspect>, Vec<Suspect>) =
-            self.suspects.drain(..).partition(|s| s.deadline < now);
+        let (due, keep): (Vec<Suspect>, Vec<Suspect>) = self
+            .suspects
+            .drain(..)
+            .partition(|s| s.deadline + DSACK_WAIT_NS < now);
         self.suspects = keep;
         let mut events = Vec::new();
         for s in due {
@@ -491,6 +502,19 @@ impl Classifier {
         }
         self.found
     }
+}
+
+/// The D-SACK block of an ACK (RFC 2883): its first SACK block when below the cumulative
+/// ACK `ack` or inside the second block: bytes the receiver got twice.
+fn dsack_block(st: &mut DirState, ack: u64, sack: &[(u32, u32); 4], n: u8) -> Option<(u64, u64)> {
+    let first = *sack.first().filter(|_| n >= 1)?;
+    let (l, h) = (st.unwrap(first.0), st.unwrap(first.1));
+    let inside_second = n >= 2
+        && sack.get(1).is_some_and(|&(l2, h2)| {
+            let (l2, h2) = (st.unwrap(l2), st.unwrap(h2));
+            l2 <= l && h <= h2
+        });
+    (h > l && (h <= ack || inside_second)).then_some((l, h))
 }
 
 fn flip(d: Direction) -> Direction {
@@ -548,5 +572,45 @@ fn event(
         location,
         missing_at,
         t_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> DirState {
+        let mut st = DirState::default();
+        st.unwrap(1000);
+        st
+    }
+
+    #[test]
+    fn dsack_is_a_first_block_below_the_ack_or_inside_the_second() {
+        let blocks = |b: &[(u32, u32)]| {
+            let mut s = [(0, 0); 4];
+            for (x, y) in s.iter_mut().zip(b) {
+                *x = *y;
+            }
+            (s, b.len() as u8)
+        };
+        let mut st = state();
+        // Below the cumulative ACK (relative 5000): a duplicate.
+        let (s, n) = blocks(&[(2000, 3000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, n), Some((1000, 2000)));
+        // Ending at the ACK: still below it.
+        let (s, n) = blocks(&[(5000, 6000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, n), Some((4000, 5000)));
+        // Above the ACK and alone: an ordinary SACK block.
+        let (s, n) = blocks(&[(6001, 7000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, n), None);
+        // Inside the second block.
+        let (s, n) = blocks(&[(8000, 9000), (7000, 10000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, n), Some((7000, 8000)));
+        // Beside the second block, not inside.
+        let (s, n) = blocks(&[(8000, 9000), (9000, 10000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, n), None);
+        let (s, _) = blocks(&[(2000, 3000)]);
+        assert_eq!(dsack_block(&mut st, 5000, &s, 0), None, "no block");
     }
 }
