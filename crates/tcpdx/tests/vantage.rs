@@ -204,3 +204,26 @@ fn swapped_captures_mirror_the_locations() {
     assert_eq!(v.losses.len(), v.losses_at(Location::BeforeA));
     assert!(v.losses.iter().all(|l| l.direction.as_str() == "b_to_a"));
 }
+
+#[test]
+fn findings_say_which_point_showed_them() {
+    let d = lab("case000_rto_delack");
+    let (pa, pb) = (d.join("client.pcap.gz"), d.join("server.pcap.gz"));
+    let o = Options::default();
+    let da = Capture::open(&pa).diagnose(&o).unwrap();
+    let db = Capture::open(&pb).diagnose(&o).unwrap();
+    let mut v = vantage(&pa, &pb);
+    tcpdx::vantage::finding_sides(&mut v, &da, &db);
+    let side = |kind: &str| {
+        v.findings
+            .iter()
+            .find(|f| f.kind == kind)
+            .map(|f| f.seen_at)
+    };
+    // The timeout stall shows at both ends of the path.
+    assert_eq!(side("rto-stall"), Some("both"), "{:?}", v.findings);
+    // Every finding of either diagnosis is placed once.
+    let listed = da.findings.len() + db.findings.len();
+    let both = v.findings.iter().filter(|f| f.seen_at == "both").count();
+    assert_eq!(v.findings.len() + both, listed, "{:?}", v.findings);
+}
