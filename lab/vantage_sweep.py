@@ -94,15 +94,21 @@ def main() -> int:
     right = sum(r["located_right"] for r in ok)
     clean = [r for r in ok if r["clean"]]
     offsets = sorted(abs(r["offset_us"]) for r in ok)
-    sym = sorted(abs(r["offset_us"]) for r in ok if not r["asymmetric"] and not r["tbf"])
+    sym = sorted(
+        abs(r["offset_us"]) for r in ok if not r["asymmetric"] and not r["tbf"]
+    )
     print(f"cases {len(rows)} (errors {len(rows) - len(ok)})")
     if injected:
-        print(f"relay drops located between: {right}/{injected} = {100 * right / injected:.2f}%")
+        print(
+            f"relay drops located between: {right}/{injected} = {100 * right / injected:.2f}%"
+        )
     print(
         f"clean cases {len(clean)}: invented losses {sum(r['invented'] for r in clean)} "
         f"in {sum(1 for r in clean if r['invented'])} cases"
     )
-    other = [r for r in ok if not r["clean"] and r["injected"] == 0 and not r["nft_hook"]]
+    other = [
+        r for r in ok if not r["clean"] and r["injected"] == 0 and not r["nft_hook"]
+    ]
     print(
         f"no injected drop, but tbf or kernel retransmissions ({len(other)} cases): "
         f"{sum(r['losses'] for r in other)} losses for "
