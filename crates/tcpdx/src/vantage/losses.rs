@@ -132,7 +132,14 @@ pub(crate) struct Classifier {
     found: Found,
     /// A's first frame time: event times are relative to it.
     t0: i64,
+    /// Segments of connections beyond [`MAX_FLOWS`], not judged.
+    pub(crate) unjudged: u64,
+    max_flows: usize,
 }
+
+/// Connections judged at once (bounded memory under a flood of connections); beyond, a new
+/// connection's segments are counted, not judged, until idle ones are forgotten.
+pub(crate) const MAX_FLOWS: usize = 200_000;
 
 /// Flows idle this long (capture time) are forgotten.
 const IDLE_NS: i64 = 120_000_000_000;
@@ -144,6 +151,8 @@ impl Classifier {
             suspects: Vec::new(),
             found: Found::default(),
             t0,
+            unjudged: 0,
+            max_flows: MAX_FLOWS,
         }
     }
 
@@ -171,6 +180,10 @@ impl Classifier {
     pub(crate) fn handle(&mut self, r: &Released, stream: u32) {
         self.expire_suspects(r.t);
         let key = r.obs.key;
+        if self.flows.len() >= self.max_flows && !self.flows.contains_key(&key.flow) {
+            self.unjudged += 1;
+            return;
+        }
         let flow = self.flows.entry(key.flow).or_default();
         flow.last_t = r.t;
         if flow.lo_is_a.is_none()
@@ -578,6 +591,52 @@ fn event(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vantage::packet::{MatchKey, Obs};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn released(port: u16) -> Released {
+        let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let obs = Obs {
+            point: Point::A,
+            frame: 1,
+            ts: 0,
+            key: MatchKey {
+                flow: FlowKey {
+                    lo: (ip, port),
+                    hi: (ip, 9999),
+                },
+                from_lo: true,
+                seq: 1,
+                ack: 0,
+                len: 100,
+                flags: 0,
+                id: 1,
+            },
+            ident: Some(1),
+            ack_flag: false,
+            sack: [(0, 0); 4],
+            sack_n: 0,
+        };
+        Released {
+            obs,
+            t: 0,
+            twin: Some((1, 5)),
+            twin_own: 5,
+        }
+    }
+
+    #[test]
+    fn connections_beyond_the_bound_are_counted_not_judged() {
+        let mut c = Classifier::new(0);
+        c.max_flows = 2;
+        c.handle(&released(1), 0);
+        c.handle(&released(2), 1);
+        c.handle(&released(1), 0);
+        assert_eq!(c.unjudged, 0, "at the bound");
+        c.handle(&released(3), 2);
+        assert_eq!(c.unjudged, 1, "just above it");
+        assert_eq!(c.flows.len(), 2);
+    }
 
     fn state() -> DirState {
         let mut st = DirState::default();

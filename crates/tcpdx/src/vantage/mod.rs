@@ -297,6 +297,13 @@ fn locate(
         count(r, &mut matched, &mut only_a, &mut only_b);
         delay(r, cls, &mut ab, &mut ba);
     })?;
+    if cls.unjudged > 0 {
+        v.notes.push(format!(
+            "{} segments of connections beyond the {} judged at once were not judged",
+            cls.unjudged,
+            losses::MAX_FLOWS
+        ));
+    }
     let found = cls.finish();
     v.matched = matched;
     v.only_a = only_a;
