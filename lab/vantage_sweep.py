@@ -90,6 +90,11 @@ def main() -> int:
     for r in rows:
         if "error" in r:
             print(f"{r['case']}: error {r['error']}")
+        elif r["located_right"] < r["injected"]:
+            print(
+                f"{r['case']}: {r['injected'] - r['located_right']} relay drops not located "
+                f"between (losses {r['places']}, capture drops {r['capture_drops']})"
+            )
     injected = sum(r["injected"] for r in ok)
     right = sum(r["located_right"] for r in ok)
     clean = [r for r in ok if r["clean"]]
