@@ -153,8 +153,13 @@ impl Analysis {
 pub struct DiagnoseArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
     /// them, read as one capture (see --merge, --concat); - reads stdin.
-    #[arg(required = true, value_name = "FILE|DIR")]
+    #[arg(required_unless_present = "vantage", value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
+    /// Two captures of the same connections at two points of the path (A first): A's
+    /// diagnosis, then where each loss happened (before A, between, after B), the clock
+    /// offset, one-way delays and storage times split between network and server.
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "files")]
+    pub vantage: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
@@ -262,10 +267,10 @@ pub struct SrtArgs {
 pub struct ReportArgs {
     /// Capture files (pcap, pcapng, optionally gzip- or zstd-compressed) or directories of
     /// them, read as one capture. They are read twice (diagnosis, then the graphed
-    /// connections), so standard input is not accepted. Not with `--compare`.
+    /// connections), so standard input is not accepted. Not with `--compare` or `--vantage`.
     #[arg(
-        required_unless_present = "compare",
-        conflicts_with = "compare",
+        required_unless_present_any = ["compare", "vantage"],
+        conflicts_with_all = ["compare", "vantage"],
         value_name = "FILE|DIR"
     )]
     pub files: Vec<PathBuf>,
@@ -274,6 +279,10 @@ pub struct ReportArgs {
     /// service (as `tcpdx compare BEFORE AFTER`).
     #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"])]
     pub compare: Option<Vec<PathBuf>>,
+    /// Two captures of the same connections at two points (A first): A's report with a
+    /// section of two time-sequence graphs per connection on one time axis, losses marked.
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "compare")]
+    pub vantage: Vec<PathBuf>,
     /// Analysis flags.
     #[command(flatten)]
     pub analysis: Analysis,
@@ -371,6 +380,38 @@ mod tests {
 
     fn v(a: &[&str]) -> Vec<std::ffi::OsString> {
         a.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn vantage_takes_two_captures_a_first() {
+        let c = Cli::try_parse_from(v(&["tcpdx", "diagnose", "--vantage", "a.pcap", "b.pcap"]))
+            .unwrap();
+        let Command::Diagnose(d) = c.command else {
+            panic!("diagnose")
+        };
+        assert_eq!(
+            d.vantage,
+            [PathBuf::from("a.pcap"), PathBuf::from("b.pcap")]
+        );
+        assert!(d.files.is_empty());
+        let c = Cli::try_parse_from(v(&[
+            "tcpdx",
+            "report",
+            "--vantage",
+            "a.pcap",
+            "b.pcap",
+            "-o",
+            "x.html",
+        ]))
+        .unwrap();
+        let Command::Report(r) = c.command else {
+            panic!("report")
+        };
+        assert_eq!(r.vantage.len(), 2);
+        assert_eq!(r.file, None);
+        // One capture is not two vantage points.
+        assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose", "--vantage", "a.pcap"])).is_err());
+        assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose"])).is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod fmt;
 pub mod html;
 pub mod line;
 pub mod srt;
+pub mod vantage;
 
 pub use compare::{Comparison, write_comparison_json, write_comparison_text};
 pub use diagnose::{fails, write_diagnosis_json, write_diagnosis_text, write_diagnosis_text_all};
@@ -22,3 +23,4 @@ pub use flows::{EvictedTotals, write_flows_json, write_flows_table};
 pub use html::{GraphRecorder, write_html_report};
 pub use line::{Line, Row};
 pub use srt::{TransactionsCsv, write_srt_json, write_srt_text};
+pub use vantage::{Vantage, write_vantage_json, write_vantage_text};

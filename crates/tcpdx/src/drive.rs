@@ -123,6 +123,16 @@ pub(crate) enum Reader {
     Set(CaptureSet),
 }
 
+impl Reader {
+    /// The frames, whichever kind of reader gives them.
+    pub(crate) fn boxed(self) -> Box<dyn Frames> {
+        match self {
+            Reader::One(r) => Box::new(r),
+            Reader::Set(s) => Box::new(s),
+        }
+    }
+}
+
 impl Source {
     /// The path, if the capture is a file (or `-`).
     pub(crate) fn path(&self) -> Option<&Path> {

@@ -57,6 +57,7 @@ mod rounds;
 mod spill;
 #[cfg(feature = "arrow")]
 pub mod tables;
+pub mod vantage;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -77,11 +78,12 @@ pub use tcpdx_capture::{CaptureWarning, SetMap, SetOrder};
 pub use tcpdx_core::{
     EventSink, FlowSummary, InputStats, SegmentAnalysis, SegmentDetail, StreamId, Warning,
 };
-pub use tcpdx_detect::infer::limit::{Limit, RoundRow, Vantage};
+pub use tcpdx_detect::infer::limit::{Limit, RoundRow, Vantage as RoundVantage};
 pub use tcpdx_detect::{Diagnosis, Finding, FindingKind, Severity};
 pub use tcpdx_export::RowCounts;
 pub use tcpdx_report::EvictedTotals;
 pub use tcpdx_report::compare::{Change, Comparison};
+pub use tcpdx_report::vantage::Vantage;
 pub use tcpdx_storage::{DecodeAs, SrtConfig, SrtReport, StorageSink};
 
 use diagnosis::{CaptureDiagnoser, Evidence, assemble_listed};

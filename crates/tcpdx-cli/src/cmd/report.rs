@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use tcpdx::Capture;
 use tcpdx_report::html::write_html_comparison;
 use tcpdx_report::html::{Page, Section, SeriesConfig, TopBytes, choose};
 use tcpdx_report::{GraphRecorder, write_html_report};
@@ -18,15 +19,37 @@ use tcpdx_report::{GraphRecorder, write_html_report};
 use crate::flags::ReportArgs;
 use crate::warned;
 
+/// Connection directions drawn at both points by `--vantage`.
+const VANTAGE_GRAPHS: usize = 3;
+
+/// The `--vantage A B` section, if asked for.
+fn vantage_section(a: &ReportArgs, an: &crate::flags::Analysis) -> Result<Option<String>> {
+    let [pa, pb] = a.vantage.as_slice() else {
+        return Ok(None);
+    };
+    let o = an.options("reading");
+    let mut ca = Capture::open(pa);
+    let mut cb = Capture::open(pb);
+    let mut v = ca.vantage(&mut cb, &o)?;
+    ca.vantage_graphs(&mut cb, &mut v, VANTAGE_GRAPHS)?;
+    Ok(Some(tcpdx_report::html::vantage::vantage_section(&v)))
+}
+
 /// Runs `tcpdx report`.
 pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     if let Some(pair) = &a.compare {
         return compare_page(pair, a);
     }
-    if a.files.is_empty() {
-        bail!("report: a capture file, or --compare BEFORE AFTER, is needed");
+    // With --vantage A B the report is A's, with the two-point section.
+    let files: Vec<PathBuf> = if a.files.is_empty() {
+        a.vantage.iter().take(1).cloned().collect()
+    } else {
+        a.files.clone()
+    };
+    if files.is_empty() {
+        bail!("report: a capture file, --compare BEFORE AFTER or --vantage A B is needed");
     }
-    if a.files.iter().any(|f| f.as_os_str() == "-") {
+    if files.iter().chain(&a.vantage).any(|f| f.as_os_str() == "-") {
         bail!("report: - (standard input) cannot be read twice: save the capture to a file first");
     }
     let an = &a.analysis;
@@ -34,7 +57,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     // diagnoses them all.
     let mut all = an.options("reading");
     all.filter.streams.clear();
-    let mut c = an.capture(&a.files);
+    let mut c = an.capture(&files);
     let mut top = TopBytes::new(a.top);
     let r = c.diagnose_with(&all, &mut top);
     let diagnosis = warned(&c, an.max_flows, r)?;
@@ -65,7 +88,7 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
         }
     }
 
-    let names: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let file = names.join(" ");
     let page = Page {
         file: &file,
@@ -76,7 +99,18 @@ pub fn run(a: &ReportArgs) -> Result<ExitCode> {
     let out = &a.output;
     let f = File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut w = BufWriter::new(f);
-    write_html_report(&mut w, &page)
+    let written = match vantage_section(a, an)? {
+        // The two-point section goes before the page's data and scripts.
+        Some(section) => {
+            let mut buf = Vec::new();
+            write_html_report(&mut buf, &page).and_then(|()| {
+                let html = String::from_utf8_lossy(&buf);
+                w.write_all(tcpdx_report::html::vantage::with_section(&html, &section).as_bytes())
+            })
+        }
+        None => write_html_report(&mut w, &page),
+    };
+    written
         .and_then(|()| w.flush())
         .with_context(|| format!("{}: writing the report", out.display()))?;
     eprintln!(

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod page;
 pub mod select;
 pub mod series;
+pub mod vantage;
 
 pub use compare::write_html_comparison;
 pub use page::{Page, Section, write_html_report};
