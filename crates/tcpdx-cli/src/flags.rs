@@ -408,7 +408,7 @@ mod tests {
             panic!("report")
         };
         assert_eq!(r.vantage.len(), 2);
-        assert_eq!(r.file, None);
+        assert!(r.files.is_empty());
         // One capture is not two vantage points.
         assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose", "--vantage", "a.pcap"])).is_err());
         assert!(Cli::try_parse_from(v(&["tcpdx", "diagnose"])).is_err());

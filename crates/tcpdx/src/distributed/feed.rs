@@ -297,7 +297,7 @@ mod tests {
         let plan = Plan::new(&shards, metas, sweep_every).unwrap();
         let failed = Mutex::new(None);
         let got = collect(usize::from(n), |txs, rx| {
-            feed(&plan, &shards, txs, rx, &stop, &failed);
+            feed::<tcpdx_capture::CaptureReader>(&plan, &shards, txs, rx, &stop, &failed);
         });
         assert!(failed.lock().unwrap().is_none());
         let count = |k: fn(&Told) -> bool| want.iter().flatten().filter(|t| k(t)).count();
