@@ -77,6 +77,7 @@ __all__ = [
     "TimeBudget",
     "diagnose",
     "flows",
+    "rounds",
     "schema",
     "segments",
     "segments_batches",
@@ -299,6 +300,15 @@ def transactions(path: Path, **options: Any) -> pyarrow.Table:
     (unanswered requests last): protocol, operation, frames, times and latency. The rows of
     ``transactions.parquet``; ``decode_as`` adds ports. Options as for :func:`table`."""
     return _named("transactions", path, **options)
+
+
+def rounds(path: Path, **options: Any) -> pyarrow.Table:
+    """One row per round trip of each sender (stream, direction): start and end, segments,
+    retransmissions, largest flight, bytes delivered, the congestion-window estimate
+    (segments; null where the capture cannot show it) and what limited the round (``cwnd``,
+    ``receiver_window``, ``sender``, ``pacing``, ``recovery``, ``timeout``), and from which
+    side the capture saw it. The rows of ``rounds.parquet``. Options as for :func:`table`."""
+    return _named("rounds", path, **options)
 
 
 def segments_batches(

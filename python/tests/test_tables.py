@@ -32,7 +32,7 @@ def quiet(f, *args, **kw):
 
 
 @pytest.mark.parametrize("path", TABLE_CAPTURES, ids=short_id)
-@pytest.mark.parametrize("name", ["segments", "flows", "transactions"])
+@pytest.mark.parametrize("name", ["segments", "flows", "transactions", "rounds"])
 def test_table_equals_the_parquet_export(path, name, exported):
     want = pq.read_table(exported(path) / f"{name}.parquet")
     got = quiet(getattr(tcpdx, name), path)
@@ -52,6 +52,10 @@ def test_tables_are_not_empty_where_the_capture_has_rows(exported):
     f = tcpdx.flows(nfs)
     assert f.num_rows == 2 * len(tcpdx.diagnose(nfs).connections)
     assert set(f.column("dir").to_pylist()) == {"c2s", "s2c"}
+    bulk = LAB / "case000_rto_delack" / "client.pcap.gz"
+    r = tcpdx.rounds(bulk)
+    assert r.num_rows > 10
+    assert "timeout" in r.column("limit").to_pylist()
 
 
 @pytest.mark.parametrize("name", tcpdx.TABLES)
@@ -97,7 +101,7 @@ def test_stopping_a_batch_stream_early():
     assert list(it) == []
 
 
-@pytest.mark.parametrize("name", ["segments", "flows", "transactions"])
+@pytest.mark.parametrize("name", ["segments", "flows", "transactions", "rounds"])
 def test_threads_give_the_same_tables(name):
     path = LAB / "nfs3_write_loss1pct" / "client.pcap.gz"
     one = getattr(tcpdx, name)(path, threads=1)
@@ -140,4 +144,4 @@ def test_round_trip_to_polars(exported):
 
 def test_unknown_table_is_a_value_error():
     with pytest.raises(ValueError, match="no table"):
-        tcpdx.table("rounds", LAB / "case000_rto_delack" / "client.pcap.gz")
+        tcpdx.table("windows", LAB / "case000_rto_delack" / "client.pcap.gz")

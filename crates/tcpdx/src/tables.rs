@@ -5,8 +5,8 @@
 use tcpdx_core::{EventSink, SegmentAnalysis, SegmentDetail};
 use tcpdx_export::TableError;
 use tcpdx_export::arrow::BatchBuilder;
-use tcpdx_export::rows::{SegmentRows, flow_rows, transaction_row};
-use tcpdx_export::schema::{FLOWS, SEGMENTS, TRANSACTIONS, TableDef};
+use tcpdx_export::rows::{SegmentRows, flow_rows, round_row, transaction_row};
+use tcpdx_export::schema::{FLOWS, ROUNDS, SEGMENTS, TRANSACTIONS, TableDef};
 use tcpdx_storage::{StorageSink, Transaction};
 use tcpdx_wire::Timestamp;
 
@@ -25,17 +25,26 @@ pub enum Table {
     Flows,
     /// One row per storage request with its reply, in reply order.
     Transactions,
+    /// One row per sender round trip, by stream and direction: flight, delivered bytes,
+    /// congestion-window estimate and what limited it.
+    Rounds,
 }
 
 impl Table {
     /// Every table.
-    pub const ALL: [Table; 3] = [Table::Segments, Table::Flows, Table::Transactions];
+    pub const ALL: [Table; 4] = [
+        Table::Segments,
+        Table::Flows,
+        Table::Transactions,
+        Table::Rounds,
+    ];
 
     fn def(self) -> &'static TableDef {
         match self {
             Table::Segments => &SEGMENTS,
             Table::Flows => &FLOWS,
             Table::Transactions => &TRANSACTIONS,
+            Table::Rounds => &ROUNDS,
         }
     }
 
@@ -94,6 +103,17 @@ impl Capture {
                 };
                 self.transactions(o, &mut sink, |s| s.stop())?;
                 done(sink.rows.b, sink.error)
+            }
+            Table::Rounds => {
+                let rounds = self.rounds(o)?;
+                let mut b = b;
+                for r in &rounds {
+                    round_row(&mut b, r).map_err(Error::Table)?;
+                    if b.stopped() {
+                        break;
+                    }
+                }
+                done(b, None)
             }
         }
     }
