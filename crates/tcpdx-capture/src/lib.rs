@@ -515,6 +515,7 @@ impl Frames for CaptureReader {
 }
 
 impl Frames for CaptureSet {
+    #[inline]
     fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError> {
         CaptureSet::next_frame_at(self)
     }

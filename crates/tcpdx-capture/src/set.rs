@@ -267,6 +267,7 @@ impl CaptureSet {
 
     /// Next frame of the set, numbered in the set; `Ok(None)` at the end, and after an
     /// error (which names the member file and the byte in it).
+    #[inline]
     pub fn next_frame_at(&mut self) -> Result<Option<FrameAt>, CaptureError> {
         if self.done {
             return Ok(None);
@@ -279,6 +280,7 @@ impl CaptureSet {
         r
     }
 
+    #[inline]
     fn advance(&mut self) -> Result<Option<FrameAt>, CaptureError> {
         // The frame handed out last is done with: read its file's next one.
         if let Some(k) = self.current.take()
@@ -335,6 +337,7 @@ impl CaptureSet {
 
     /// Opens the waiting members whose first frame comes before every open one's next
     /// frame (merge), or the next member once none is open (concatenation).
+    #[cold]
     fn open_waiting(&mut self) -> Result<(), CaptureError> {
         loop {
             let Some(&(member, first)) = self.waiting.last() else {
@@ -376,6 +379,7 @@ impl CaptureSet {
 
     /// Numbers `head`, the next frame of `member`: the set's records before it are every
     /// record of the files read so far, in the order read.
+    #[inline]
     fn number(&mut self, member: usize, head: FrameAt) -> FrameAt {
         let counted = self.counted.get_mut(member);
         let before = counted.as_deref().copied().unwrap_or(0);
@@ -395,6 +399,7 @@ impl CaptureSet {
         }
     }
 
+    #[inline]
     fn note_run(&mut self, global: u64, member: usize, local: u64) {
         if self.runs.last().is_some_and(|r| r.member == member) || self.runs_overflowed {
             return;
@@ -412,6 +417,7 @@ impl CaptureSet {
     }
 
     /// Closes the open member at `k` (at its end): its warnings and trailing records kept.
+    #[cold]
     fn close(&mut self, k: usize) {
         if k >= self.open.len() {
             return;
