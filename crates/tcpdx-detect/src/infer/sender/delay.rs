@@ -198,10 +198,16 @@ impl SenderState {
     /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
     /// right at the acknowledged edge, sent as soon as the ACK could reach the sender, is a
     /// tail Nagle held (RFC 896; RFC 1122 section 4.2.3.4).
+    #[inline]
     pub(super) fn check_nagle_tail(&mut self, a: &SegmentAnalysis, retx: bool, rtt: i64) {
-        let Some(c) = take_some(&mut self.nagle_candidate) else {
-            return;
-        };
+        // Nearly always no candidate: kept inline, the rest out of line.
+        if let Some(c) = take_some(&mut self.nagle_candidate) {
+            self.decide_nagle_tail(*c, a, retx, rtt);
+        }
+    }
+
+    #[inline(never)]
+    fn decide_nagle_tail(&mut self, c: NagleCandidate, a: &SegmentAnalysis, retx: bool, rtt: i64) {
         // From the capture to the sender and back: up to one round trip when the capture is
         // next to the receiver, about nothing next to the sender.
         let rtt = rtt.max(0);

@@ -157,10 +157,15 @@ impl SenderState {
     /// TSval older than its own. A receiver echoes the segment that last moved its left edge (RFC 7323
     /// section 4.3): a retransmission that filled a hole, or the original that got there
     /// first.
+    #[inline]
     pub(super) fn check_echoed_timestamps(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
-        if self.pending_tsval.is_empty() {
-            return;
+        if !self.pending_tsval.is_empty() {
+            self.prove_by_echo(a, d);
         }
+    }
+
+    #[inline(never)]
+    fn prove_by_echo(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
         let echo = d.timestamps.map(|t| t.1);
         let mut covered = Vec::new();
         self.pending_tsval.retain(|x| {
