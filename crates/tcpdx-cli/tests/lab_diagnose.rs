@@ -265,8 +265,10 @@ fn expect_synth(t: &Value) -> Expect {
             absent: &[K::ApplicationLimited, K::FixedDurationStall],
             ..none
         },
+        // The capture's problems cost no time: reported at info (severity from cost), with
+        // nothing above it and no loss taken from the capture drops.
         Some("capture-quality") => Expect {
-            top: &[K::CaptureQuality],
+            top: &[],
             kind: Some(K::CaptureQuality),
             absent: &[K::NetworkLoss],
             ..none

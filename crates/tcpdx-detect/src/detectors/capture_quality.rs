@@ -9,14 +9,16 @@ use crate::finding::{Finding, FindingKind, Severity};
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let c = cx.conn;
     let mut problems = Vec::new();
+    // A caveat about the evidence, not a cause: it cost no time, so it stays information
+    // (severity from cost), whatever it says.
     let mut f = cx.finding(FindingKind::CaptureQuality, 0.0);
+    f.severity = Severity::Info;
     let unseen: u64 = c.senders.iter().map(|s| s.ack_unseen_flags).sum();
     if unseen > 0 {
         problems.push(format!(
             "{unseen} ACK(s) acknowledge data the capture never saw (capture drops, or a \
              second path): losses in this capture may not be real"
         ));
-        f.severity = Severity::Minor;
     }
     for s in &c.senders {
         if s.oversize > 0 {
@@ -40,7 +42,6 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
              one-way tap): ACK-based inference is impossible"
                 .into(),
         );
-        f.severity = Severity::Minor;
     }
     if problems.is_empty() {
         return Vec::new();

@@ -147,9 +147,13 @@ impl<'a> ConnContext<'a> {
     }
     /// Sender and receiver addresses of the main direction, `ip:port`.
     pub fn endpoints(&self) -> (String, String) {
+        self.endpoints_of(self.dir)
+    }
+    /// Sender and receiver addresses of the data flowing in `dir`, `ip:port`.
+    pub fn endpoints_of(&self, dir: Dir) -> (String, String) {
         let e = &self.conn.endpoints;
         let (c, s) = (e[0].clone(), e[1].clone());
-        match self.dir {
+        match dir {
             Dir::ClientToServer => (c, s),
             Dir::ServerToClient => (s, c),
         }

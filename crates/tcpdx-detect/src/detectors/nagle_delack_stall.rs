@@ -9,19 +9,34 @@
 
 use super::{ConnContext, ms};
 use crate::finding::{Finding, FindingKind};
+use crate::infer::NaglePause;
+use tcpdx_core::Dir;
 
-/// Finds the Nagle / delayed-ACK stalls of the main sender.
+/// Finds the Nagle / delayed-ACK stalls of either side: the held writes are often the
+/// requests of a request/response application, whose main data flows the other way.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
-    let s = cx.sender();
     // As for delack-slowstart-stall: only waits the clock times with the receiver's frames
     // all captured.
     let facts = &cx.conn.facts;
-    let nagle: Vec<_> = (s.nagle.iter())
-        .filter(|n| facts.timer_wait_credible(cx.dir.rev(), n.start, n.end, n.hold))
-        .collect();
+    let credible = |dir: Dir| -> Vec<NaglePause> {
+        (cx.conn.senders[dir.idx()].nagle.iter())
+            .filter(|n| facts.timer_wait_credible(dir.rev(), n.start, n.end, n.hold))
+            .collect()
+    };
+    let (main, rev) = (credible(cx.dir), credible(cx.dir.rev()));
+    let held = |v: &[NaglePause]| v.iter().map(|n| n.hold).sum::<i64>();
+    // Named after the side whose writes waited longest; the cost is both sides'.
+    let dir = if held(&rev) > held(&main) {
+        cx.dir.rev()
+    } else {
+        cx.dir
+    };
+    let mut nagle = main;
+    nagle.extend(rev);
     if nagle.is_empty() {
         return Vec::new();
     }
+    nagle.sort_unstable_by_key(|n| n.start);
     let cost_ns: i64 = nagle.iter().map(|n| n.hold).sum();
     let mut f = cx.finding(FindingKind::NagleDelackStall, cost_ns as f64 / 1e9);
     f.episodes = nagle.len() as u32;
@@ -36,7 +51,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     }
     f.wireshark_filter = f.frames_filter();
     f.confidence = 0.8;
-    let (sender, receiver) = cx.endpoints();
+    let (sender, receiver) = cx.endpoints_of(dir);
     f.explanation = format!(
         "{n} time(s) {sender} sent one segment, then held the small rest of the same message: \
          Nagle's algorithm sends a segment shorter than the MSS only when nothing is \

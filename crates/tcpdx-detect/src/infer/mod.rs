@@ -316,6 +316,9 @@ impl ConnTracker {
         }
         let rtt = self.path_rtt();
         if a.len > 0 {
+            self.senders[dir.idx()].upstream_rtt_min =
+                self.senders[dir.rev().idx()].downstream_rtt_min;
+            self.senders[dir.idx()].data_tsval = d.timestamps.map(|t| t.0);
             self.senders[dir.idx()].on_data(a, rtt);
             self.last_data_dir = Some(dir);
         }

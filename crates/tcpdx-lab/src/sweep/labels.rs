@@ -84,7 +84,8 @@ pub struct Facts {
     pub spurious_retx: u32,
     /// Window cuts within 2 RTTs after such a spurious retransmission.
     pub spurious_cuts: usize,
-    /// D-SACKs received by the data senders.
+    /// D-SACKs received by the data senders, or sent by the receivers (data that arrived
+    /// twice: a retransmission was not needed, whether or not its D-SACK got back).
     pub dsacks: u64,
     /// Segments the relay held back.
     pub reorders_injected: u64,
@@ -440,7 +441,15 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
         }
     };
     f.ack_drops = c.ack_drops.unwrap_or(0);
-    f.dsacks = nstat_sum(t, &["TcpExtTCPDSACKRecv", "TcpExtTCPDSACKOfoRecv"]);
+    f.dsacks = nstat_sum(
+        t,
+        &[
+            "TcpExtTCPDSACKRecv",
+            "TcpExtTCPDSACKOfoRecv",
+            "TcpExtTCPDSACKOldSent",
+            "TcpExtTCPDSACKOfoSent",
+        ],
+    );
     f.kernel_reorder = nstat_sum(
         t,
         &[
@@ -924,7 +933,16 @@ mod tests {
             },
             ..Default::default()
         });
+        // The sender got one D-SACK back; the receiver sent two (data that came twice).
+        let nstat = |k: &str, v: u64| [(k.to_string(), v)].into_iter().collect();
+        t.counters.nstat = [
+            ("client".into(), nstat("TcpExtTCPDSACKRecv", 1)),
+            ("server".into(), nstat("TcpExtTCPDSACKOldSent", 2)),
+        ]
+        .into_iter()
+        .collect();
         let f = facts(&sc, &t);
+        assert_eq!(f.dsacks, 3);
         assert_eq!(f.life_s, 2.0);
         assert_eq!(f.net_drops, 2);
         assert_eq!((f.retx_segments, f.spurious_retx), (2, 1));

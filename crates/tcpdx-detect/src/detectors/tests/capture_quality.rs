@@ -10,4 +10,6 @@ fn one_direction_only_is_a_capture_problem() {
     let d = diagnose(&t);
     let f = find(&d, K::CaptureQuality);
     assert!(f.explanation.contains("one direction"), "{}", f.explanation);
+    // It cost nothing: information, however much it matters to the reading.
+    assert_eq!(f.severity, Severity::Info);
 }

@@ -76,3 +76,48 @@ fn no_nagle_stall_when_the_small_segment_comes_later() {
     let d = diagnose(&t);
     assert!(d.findings.iter().all(|f| f.kind != K::NagleDelackStall));
 }
+
+/// Request/response turns whose request (a small lone write and its tail) Nagle splits,
+/// answered by two full segments: the main data flows to the client, the held writes are the
+/// client's.
+fn nagle_requests(t: &mut Script, n: u32, ack_ms: f64) {
+    for _ in 0..n {
+        t.after_ms(0.01).client_sends(AUTO, 86); // the first write
+        t.after_ms(ack_ms).server_acks(AUTO); // the delayed ACK
+        t.after_ms(0.01).client_sends(AUTO, 87); // the tail Nagle held
+        t.after_ms(10).server_sends(AUTO, MSS); // the answer
+        t.after_ms(0.01).server_sends(AUTO, MSS);
+        t.after_ms(10).client_acks(AUTO);
+    }
+}
+
+#[test]
+fn nagle_stall_of_the_requests_when_the_answers_are_the_main_data() {
+    let mut t = Script::new();
+    t.handshake(); // RTT 10 ms
+    t.at_ms(20);
+    nagle_requests(&mut t, 4, 50.0);
+    let d = diagnose(&t);
+    let f = find(&d, K::NagleDelackStall);
+    assert_eq!(f.episodes, 4);
+    // Hold: 50 ms minus the 10 ms round trip, per turn.
+    assert!((f.cost.seconds - 0.16).abs() < 0.002, "{}", f.cost.seconds);
+    // Named after the client, whose writes were held.
+    assert!(
+        f.recommendations[0].contains("On the sender (10.0.0.1:"),
+        "{:?}",
+        f.recommendations
+    );
+    assert!(f.explanation.starts_with("4 time(s) "), "{}", f.explanation);
+    assert!(d.findings.iter().all(|f| f.kind != K::FixedDurationStall));
+}
+
+#[test]
+fn no_nagle_stall_of_the_requests_when_the_ack_is_prompt() {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    nagle_requests(&mut t, 4, 10.0);
+    let d = diagnose(&t);
+    assert!(d.findings.iter().all(|f| f.kind != K::NagleDelackStall));
+}

@@ -27,10 +27,14 @@ pub const LONE_AFTER_RECOVERY_RTTS: i64 = 2;
 /// share of the round trip, is not the tail that ACK released (tcpdx choice: scheduling and
 /// ACK processing take well under a millisecond).
 pub const NAGLE_RELEASE_SLACK_NS: i64 = 1_000_000;
-/// The capture-to-sender-and-back time allowed for the Nagle tail is one round trip plus
-/// this fraction (1/N) of it (tcpdx choice: the round-trip estimate is the smallest seen,
-/// and a later one may be a quarter longer).
+/// The capture-to-sender-and-back time allowed for the Nagle tail is at least this
+/// fraction (1/N) of that round trip less than the smallest measured (tcpdx choice: clocks
+/// and scheduling).
 pub const NAGLE_RELEASE_RTT_DIVISOR: i64 = 4;
+/// ... and at most this many times it (the path's round trip when the capture shows nothing
+/// of it; tcpdx choice: the estimate is the smallest seen; on a loaded host or path a turn's
+/// round trip was 1-3 times it, lab seed 30).
+pub const NAGLE_RELEASE_MAX_RTTS: i64 = 3;
 
 /// TCP options take at most 40 bytes of a segment: a sender whose largest segment comes
 /// within that of the MSS option sends full segments of that size (tcpdx choice).
@@ -194,16 +198,32 @@ impl SenderState {
     /// The first data segment after a late pure ACK of a lone segment: a new sub-MSS segment
     /// right at the acknowledged edge, sent as soon as the ACK could reach the sender, is a
     /// tail Nagle held (RFC 896; RFC 1122 section 4.2.3.4).
+    #[inline]
     pub(super) fn check_nagle_tail(&mut self, a: &SegmentAnalysis, retx: bool, rtt: i64) {
-        let Some(c) = take_some(&mut self.nagle_candidate) else {
-            return;
-        };
+        // Nearly always no candidate: kept inline, the rest out of line.
+        if let Some(c) = take_some(&mut self.nagle_candidate) {
+            self.decide_nagle_tail(*c, a, retx, rtt);
+        }
+    }
+
+    #[inline(never)]
+    fn decide_nagle_tail(&mut self, c: NagleCandidate, a: &SegmentAnalysis, retx: bool, rtt: i64) {
         // From the capture to the sender and back: up to one round trip when the capture is
         // next to the receiver, about nothing next to the sender.
         let rtt = rtt.max(0);
-        let limit = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
+        // Of the capture-to-sender round trip where the capture shows it (nothing next to
+        // the sender), else of the path's.
+        let up = self.capture_to_sender_rtt_known(rtt);
+        let limit = NAGLE_RELEASE_MAX_RTTS * up.unwrap_or(rtt) + NAGLE_RELEASE_SLACK_NS;
+        // And at least the capture-to-sender round trip: a segment the capture sees sooner
+        // left the sender before the ACK reached it (an answer to something else, not a tail
+        // the ACK released). That round trip is the peer's smallest ACK delay, or what the
+        // path's leaves beyond this side's (the handshake's may be long: the first packet).
+        let upstream = up.unwrap_or(0);
+        let earliest = upstream - upstream / NAGLE_RELEASE_RTT_DIVISOR - NAGLE_RELEASE_SLACK_NS;
         let small = a.len < self.full_segment();
-        if retx || !small || a.seq != c.end || a.ts.0 - c.ack_ts > limit {
+        let gap = a.ts.0 - c.ack_ts;
+        if retx || !small || a.seq != c.end || gap > limit || gap < earliest {
             return;
         }
         self.nagle.push_capped(
@@ -217,6 +237,24 @@ impl SenderState {
             },
             MAX_EPISODES,
         );
+    }
+
+    /// The smallest time from the capture to this side and back, as far as the capture
+    /// shows it (0 unknown): the peer's smallest ACK delay, or what the path round trip
+    /// `rtt` leaves beyond this side's (the handshake's may be long: its first packets).
+    pub(super) fn capture_to_sender_rtt(&self, rtt: i64) -> i64 {
+        self.capture_to_sender_rtt_known(rtt).unwrap_or(0)
+    }
+
+    /// [`Self::capture_to_sender_rtt`], None when the capture shows nothing of it.
+    pub(super) fn capture_to_sender_rtt_known(&self, rtt: i64) -> Option<i64> {
+        let rest = self
+            .downstream_rtt_min
+            .map(|d| rtt - d.clamp(0, rtt.max(0)));
+        match (rest, self.upstream_rtt_min) {
+            (Some(r), Some(u)) => Some(r.min(u).max(0)),
+            (r, u) => r.or(u).map(|x| x.max(0)),
+        }
     }
 
     /// The size of a full segment: the largest sent when it is within the options' room of
@@ -292,7 +330,8 @@ mod tests {
         assert_eq!(f.s.downstream_rtt_min, Some(4 * MS));
         f.data(T0 + 5 * MS, 1001, MSS, 0);
         f.ack(T0 + 5 * MS + 4 * MS + DELACK_MIN_HOLD_NS, 2001);
-        f.data(T0 + 30 * MS, 2001, 10, 0);
+        // The tail, 6 ms later: the ACK's way to the sender and the tail's back.
+        f.data(T0 + 35 * MS, 2001, 10, 0);
         assert_eq!(f.s.nagle.last().map(|p| p.hold), Some(DELACK_MIN_HOLD_NS));
     }
 
@@ -348,13 +387,85 @@ mod tests {
     }
 
     #[test]
-    fn the_nagle_tail_follows_its_ack_within_a_round_trip_and_a_quarter() {
+    fn the_nagle_tail_follows_its_ack_within_three_round_trips() {
         let rtt = 10 * MS;
-        let at = rtt + rtt / NAGLE_RELEASE_RTT_DIVISOR + NAGLE_RELEASE_SLACK_NS;
-        assert_eq!(at, 13_500_000);
+        let at = NAGLE_RELEASE_MAX_RTTS * rtt + NAGLE_RELEASE_SLACK_NS;
+        assert_eq!(at, 31_000_000);
         for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
             let (f, _) = nagle(25 * MS, gap, 100);
             assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    /// The capture 4 ms (there and back) from the receiver on a 10 ms path is 6 ms from the
+    /// sender: the tail the ACK released comes at least 6 ms less a quarter and 1 ms after
+    /// it; a segment seen sooner left the sender before the ACK reached it.
+    #[test]
+    fn the_nagle_tail_comes_no_sooner_than_the_ack_can_reach_the_sender() {
+        let up = 6 * MS;
+        let at = up - up / NAGLE_RELEASE_RTT_DIVISOR - NAGLE_RELEASE_SLACK_NS;
+        assert_eq!(at, 3_500_000);
+        for (gap, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.data(T0, 1, 100, 0);
+            let mut a = crate::infer::sender::script::ack_row(T0 + 4 * MS, 101);
+            a.ack_rtt_ns = Some(4 * MS);
+            f.receive(a, &[]);
+            f.data(T0 + 5 * MS, 101, 100, 0);
+            let ack_ts = T0 + 5 * MS + 4 * MS + 25 * MS;
+            f.ack(ack_ts, 201);
+            f.data(ack_ts + gap, 201, 100, 0);
+            assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    /// Next to the sender (the receiver's ACKs a whole round trip away), the tail goes out
+    /// as soon as the ACK is captured: within three times nothing and the slack.
+    #[test]
+    fn next_to_the_sender_the_nagle_tail_follows_its_ack_at_once() {
+        let at = NAGLE_RELEASE_SLACK_NS;
+        for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.downstream_rtt_min = Some(10 * MS);
+            f.data(T0, 1, 100, 0);
+            let ack_ts = T0 + 10 * MS + 25 * MS;
+            f.ack(ack_ts, 101);
+            f.data(ack_ts + gap, 101, 100, 0);
+            assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    /// A handshake round trip longer than the path's (its first packets were slow) leaves
+    /// more than the capture-to-sender time: the peer's ACK delay bounds it.
+    #[test]
+    fn the_capture_to_sender_time_is_at_most_the_peers_ack_delay() {
+        let up = 6 * MS;
+        let at = up - up / NAGLE_RELEASE_RTT_DIVISOR - NAGLE_RELEASE_SLACK_NS;
+        for (gap, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let mut f = Feed::new(30 * MS);
+            f.s.upstream_rtt_min = Some(up);
+            f.data(T0, 1, 100, 0);
+            let ack_ts = T0 + 30 * MS + 25 * MS;
+            f.ack(ack_ts, 101);
+            f.data(ack_ts + gap, 101, 100, 0);
+            assert_eq!(f.s.nagle.len(), pauses, "tail {gap} ns after the ACK");
+        }
+    }
+
+    /// A receiver that sends data of its own after the late ACK was not waiting for the
+    /// rest of a message: the next small segment is no tail Nagle held.
+    #[test]
+    fn no_nagle_tail_after_the_receiver_sent_data() {
+        for (peer_len, pauses) in [(0, 1), (1, 0)] {
+            let mut f = Feed::new(10 * MS);
+            f.data(T0, 1, 100, 0);
+            let ack_ts = T0 + 10 * MS + 25 * MS;
+            f.ack(ack_ts, 101);
+            let mut a = crate::infer::sender::script::ack_row(ack_ts + 10_000, 101);
+            a.len = peer_len;
+            f.receive(a, &[]);
+            f.data(ack_ts + 20_000, 101, 100, 0);
+            assert_eq!(f.s.nagle.len(), pauses, "peer sent {peer_len} bytes");
         }
     }
 

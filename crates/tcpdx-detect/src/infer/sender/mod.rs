@@ -32,12 +32,14 @@ mod script;
 
 pub use delay::{
     DELACK_MIN_HOLD_NS, DelackPause, LONE_AFTER_RECOVERY_RTTS, MAX_LONE_SAMPLES,
-    NAGLE_RELEASE_RTT_DIVISOR, NAGLE_RELEASE_SLACK_NS, NaglePause,
+    NAGLE_RELEASE_MAX_RTTS, NAGLE_RELEASE_RTT_DIVISOR, NAGLE_RELEASE_SLACK_NS, NaglePause,
 };
 pub use recovery::{DUPACK_THRESHOLD, LossEpisode, RecoveryKind};
 pub use round::{MAX_ROUNDS, RATE_MIN_PKTS, RATE_MIN_RTT_SHARE, ROUND_MIN_RTT_SHARE, Round};
+use spurious::TsRetx;
 pub use spurious::{
-    MAX_RECENT_RETX, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, SPURIOUS_EARLY_ACK_SHARE, Spurious,
+    MAX_RECENT_RETX, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, PROOF_ECHO, PROOF_LATE_ORIGINAL,
+    SPURIOUS_EARLY_ACK_SHARE, Spurious,
 };
 pub use timeout::{
     RTO_MIN_SILENCE_NS, RTO_MIN_SILENCE_RTTS, RtoStall, SILENT_RESTART_MAX_SEGMENTS, rto_silence,
@@ -94,6 +96,9 @@ pub struct SenderState {
     /// Smallest ACK delay of this side's data (capture -> receiver -> capture), ns; from
     /// ACKs that acknowledge no retransmitted data (Karn's rule).
     pub downstream_rtt_min: Option<i64>,
+    /// The peer's `downstream_rtt_min` (capture -> this side -> capture), as of this side's
+    /// last data segment.
+    pub upstream_rtt_min: Option<i64>,
     /// ACKs from the receiver that advanced `snd_una`.
     pub advancing_acks: u64,
     /// Segments acknowledged by those ACKs (for segments per ACK).
@@ -111,6 +116,17 @@ pub struct SenderState {
     rto_open: Option<Box<RtoStall>>,
     round: RoundAcc,
     pending_retx: std::collections::VecDeque<Retx>,
+    /// Retransmissions with their TSval, until the first ACK that covers them (Eifel).
+    pending_tsval: std::collections::VecDeque<TsRetx>,
+    /// TSval of the data segment being recorded (set by the connection before `on_data`).
+    pub data_tsval: Option<u32>,
+    /// TSval of the last data segment sent.
+    last_send_tsval: Option<u32>,
+    /// The latest TSval on this side's data.
+    latest_tsval: Option<u32>,
+    /// The first data segment with a TSval: when it was captured and its TSval (the
+    /// sender's clock rate, against the capture's).
+    tsval_origin: Option<(i64, u32)>,
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
     pub rounds: Rounds,
     episode: Option<Box<LossEpisode>>,
@@ -262,14 +278,24 @@ impl SenderState {
         // it is a retransmission all the same (a capture next to the receiver sees fast
         // retransmissions this way).
         let ooo_resend = a.flags.has(F::OUT_OF_ORDER) && !first_sighting && end <= self.snd_nxt;
-        if a.flags.has(F::OUT_OF_ORDER) && !ooo_resend {
+        // Data filling a hole is an original that came late, or (stamped after everything
+        // sent since) the retransmission of one lost before the capture.
+        let ooo_resend = ooo_resend
+            || (a.flags.has(F::OUT_OF_ORDER) && first_sighting && self.stamped_after_latest());
+        // A "retransmission" stamped before the latest segment sent was sent before it: an
+        // original that came late (a retransmission carries the clock of its sending).
+        let late_original = (a.flags.any(RETX_FLAGS) || ooo_resend) && self.stamped_before_latest();
+        if (a.flags.has(F::OUT_OF_ORDER) && !ooo_resend) || late_original {
             self.out_of_order += 1;
+        }
+        if late_original {
+            self.prove_by_late_original(a);
         }
         self.count_window_probe(a);
         if self.idle() && end > self.snd_nxt {
             self.flight_start = ts;
         }
-        let retx = a.flags.any(RETX_FLAGS) || ooo_resend;
+        let retx = (a.flags.any(RETX_FLAGS) || ooo_resend) && !late_original;
         self.check_nagle_tail(a, retx, path_rtt);
         if retx && self.on_retransmission(a, path_rtt, first_sighting) {
             // After a timeout the sender treats everything in flight as lost: the
@@ -282,6 +308,13 @@ impl SenderState {
         self.note_lone(a, end, path_rtt);
         self.snd_nxt = self.snd_nxt.max(end);
         self.last_send = ts;
+        self.last_send_tsval = self.data_tsval;
+        if !self.stamped_before_latest() {
+            self.latest_tsval = self.data_tsval.or(self.latest_tsval);
+        }
+        if self.tsval_origin.is_none() {
+            self.tsval_origin = self.data_tsval.map(|v| (ts, v));
+        }
         self.last_data = ts;
     }
 
@@ -307,10 +340,15 @@ impl SenderState {
             self.downstream_rtt_min = Some(self.downstream_rtt_min.map_or(rtt, |m| m.min(rtt)));
         }
         self.check_dsack(a, d);
+        if a.len > 0 && self.nagle_candidate.is_some() {
+            // The receiver had something to say after all: it was not waiting for a tail.
+            self.nagle_candidate = None;
+        }
         self.check_lone_ack(a, path_rtt);
         self.segs_since_ack = 0;
         if ack > self.snd_una {
             self.check_early_acks(a);
+            self.check_echoed_timestamps(a, d);
             self.advancing_acks += 1;
             if self.mss > 0 {
                 self.acked_pkts += (ack - self.snd_una).div_ceil(u64::from(self.mss));

@@ -111,14 +111,17 @@ impl SenderState {
         let timeout = self.is_timeout(a, path_rtt);
         let (frame, recovery_point) = (a.frame.0, self.snd_nxt.max(end));
         let window_before = self.rounds.last_pkts();
+        let before = self.capture_to_sender_rtt(path_rtt);
         let ep = self.episode.get_or_insert_with(|| {
             Box::new(LossEpisode::open(ts, frame, recovery_point, window_before))
         });
         ep.retx += 1;
         if ep.retx == 1 {
             // The sender enters recovery when it first retransmits (the kernel's Recovery or
-            // Loss state); duplicate ACKs before that are only a suspicion.
-            ep.start = ts;
+            // Loss state); duplicate ACKs before that are only a suspicion. A capture away
+            // from the sender sees that retransmission up to a round trip after the sender
+            // decided on it: the ACK that made it left the capture that much earlier.
+            ep.start = (ts - before).max(ep.start);
         }
         ep.first_retx_frame.get_or_insert(a.frame.0);
         if a.flags.has(F::FAST_RETRANSMISSION) {
@@ -225,6 +228,56 @@ mod tests {
             );
             assert_eq!(ep.start, T0 + 11 * MS);
             assert_eq!(ep.fast_retx_frame, None);
+        }
+    }
+
+    /// Next to the receiver (its ACKs at once, a 10 ms path): the retransmission arrives a
+    /// round trip after the duplicate ACK that made it left; the sender's recovery started
+    /// when that ACK reached it, a round trip before the capture sees the retransmission,
+    /// but not before the first duplicate ACK.
+    #[test]
+    fn next_to_the_receiver_recovery_starts_a_round_trip_before_the_retransmission() {
+        let retx_at = T0 + 30 * MS;
+        let at = retx_at - 10 * MS;
+        for (dupack_at, start) in [(at - 1, at), (at, at), (at + 1, at + 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.downstream_rtt_min = Some(0);
+            let end = f.burst(T0, 1, 10);
+            f.dupack(dupack_at, 1, 1, &[(1001, 2001)]);
+            f.data(retx_at, 1, MSS, F::RETRANSMISSION);
+            f.ack(retx_at + 10_000, end);
+            let ep = f.s.episodes.get(0).unwrap();
+            assert_eq!(ep.start, start, "duplicate ACK at {dupack_at}");
+        }
+        // Next to the sender (its ACKs a round trip away) the retransmission starts it.
+        let mut f = Feed::new(10 * MS);
+        f.s.downstream_rtt_min = Some(10 * MS);
+        let end = f.burst(T0, 1, 10);
+        f.dupack(T0 + 10 * MS, 1, 1, &[(1001, 2001)]);
+        f.data(retx_at, 1, MSS, F::RETRANSMISSION);
+        f.ack(retx_at + 10 * MS, end);
+        assert_eq!(f.s.episodes.get(0).unwrap().start, retx_at);
+    }
+
+    /// Next to the receiver, after data lost before the capture: the segment filling the
+    /// hole is a retransmission when stamped after everything sent since (else an original
+    /// that came late).
+    #[test]
+    fn a_hole_filled_by_a_segment_stamped_after_the_rest_was_a_retransmission() {
+        for (stamp, retx) in [(101, 0), (102, 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.data_tsval = Some(100);
+            f.data(T0, 1, MSS, 0);
+            f.data(T0 + 10_000, 2001, MSS, F::LOST_SEGMENT);
+            f.s.data_tsval = Some(101);
+            f.data(T0 + 20_000, 3001, MSS, 0);
+            f.s.data_tsval = Some(stamp);
+            f.data(T0 + 10 * MS, 1001, MSS, F::OUT_OF_ORDER);
+            f.s.finish(T0 + 20 * MS);
+            assert_eq!(f.s.retx_pkts, retx, "stamped {stamp}");
+            assert_eq!(f.s.out_of_order, 1 - retx, "stamped {stamp}");
+            let unseen = f.s.episodes.iter().map(|e| e.retx_unseen).sum::<u32>();
+            assert_eq!(u64::from(unseen), retx, "stamped {stamp}");
         }
     }
 

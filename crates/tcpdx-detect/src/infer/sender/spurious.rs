@@ -33,12 +33,28 @@ pub struct Spurious {
     pub proof: &'static str,
 }
 
+/// A retransmission and the TSval it carried (RFC 7323), waiting for the first ACK that
+/// covers it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TsRetx {
+    end: u64,
+    tsval: u32,
+    ts: i64,
+    frame: u64,
+}
+
+/// The original of the retransmission came after it (stamped before it).
+pub const PROOF_LATE_ORIGINAL: &str = "original that came after the retransmission";
+
 /// Proof roles of [`Spurious`].
 pub const PROOF_DSACK: &str = "D-SACK: the data had arrived";
 /// The ACK came sooner than a round trip after the retransmission.
 pub const PROOF_EARLY_ACK: &str = "ACK too early to answer the retransmission";
 /// Wireshark's `spurious_retransmission`: the data was already acknowledged.
 pub const PROOF_ACKED: &str = "retransmission of acknowledged data";
+/// The first ACK covering the retransmission echoes an older TSval (RFC 3522, Eifel): the
+/// original filled the hole.
+pub const PROOF_ECHO: &str = "ACK echoing the original's timestamp";
 
 impl SenderState {
     /// The retransmission `a`, counted in the open loss episode: records Wireshark's
@@ -73,6 +89,18 @@ impl SenderState {
                 ts,
                 frame: a.frame.0,
                 spurious: false,
+            });
+        }
+        if let Some(tsval) = self.data_tsval
+            && !spurious_flag
+            && !already
+            && self.pending_tsval.len() < MAX_RECENT_RETX
+        {
+            self.pending_tsval.push_back(TsRetx {
+                end,
+                tsval,
+                ts,
+                frame: a.frame.0,
             });
         }
         self.retx_high = self.retx_high.max(end);
@@ -125,6 +153,68 @@ impl SenderState {
         }
     }
 
+    /// The first retransmission this cumulative ACK covers first: spurious if it echoes a
+    /// TSval older than its own. A receiver echoes the segment that last moved its left edge (RFC 7323
+    /// section 4.3): a retransmission that filled a hole, or the original that got there
+    /// first.
+    #[inline]
+    pub(super) fn check_echoed_timestamps(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        if !self.pending_tsval.is_empty() {
+            self.prove_by_echo(a, d);
+        }
+    }
+
+    #[inline(never)]
+    fn prove_by_echo(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        let echo = d.timestamps.map(|t| t.1);
+        let mut covered = Vec::new();
+        self.pending_tsval.retain(|x| {
+            let done = x.end <= a.ack;
+            if done {
+                covered.push(*x);
+            }
+            !done
+        });
+        // Only the first retransmission covered: a receiver whose ACK covers several echoes
+        // the one that first moved its edge, older than the others whether or not they filled
+        // holes.
+        if let Some(x) = covered.first() {
+            // Older in the wrapping 32-bit clock; an equal tick proves nothing.
+            let older = echo.is_some_and(|e| (x.tsval.wrapping_sub(e) as i32) > 0);
+            if older
+                && !(self.recent_retx)
+                    .prove(Match::Frame(x.frame), false)
+                    .is_empty()
+            {
+                self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_ECHO);
+            }
+        }
+    }
+
+    /// True if the data segment being recorded carries a TSval older than the latest one
+    /// this side sent (wrapping 32-bit clock; an equal tick proves nothing).
+    pub(super) fn stamped_before_latest(&self) -> bool {
+        self.data_tsval
+            .zip(self.latest_tsval)
+            .is_some_and(|(v, m)| (m.wrapping_sub(v) as i32) > 0)
+    }
+
+    /// True if the data segment being recorded carries a TSval newer than every one this
+    /// side sent before.
+    pub(super) fn stamped_after_latest(&self) -> bool {
+        self.data_tsval
+            .zip(self.latest_tsval)
+            .is_some_and(|(v, m)| (v.wrapping_sub(m) as i32) > 0)
+    }
+
+    /// The original `a` arrived after a retransmission of it: that retransmission was not
+    /// needed.
+    pub(super) fn prove_by_late_original(&mut self, a: &SegmentAnalysis) {
+        for x in self.recent_retx.prove(Match::Seq(a.seq), false) {
+            self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_LATE_ORIGINAL);
+        }
+    }
+
     /// Counts one retransmission proven spurious and charges it to its loss episode.
     fn record_spurious(&mut self, retx_frame: u64, ts: i64, proof_frame: u64, proof: &'static str) {
         self.spurious_count += 1;
@@ -137,7 +227,11 @@ impl SenderState {
             },
             MAX_EPISODES,
         );
-        if let Some(ep) = &mut self.episode {
+        // The proof may come after the retransmission's episode ended and another opened:
+        // the episode is the one the retransmission was sent in.
+        if let Some(ep) = &mut self.episode
+            && ts >= ep.start
+        {
             ep.spurious += 1;
         } else if let Some(ep) = self.episodes.last_mut()
             && ts >= ep.start
@@ -253,6 +347,113 @@ mod tests {
         // Starting below the second block: a plain SACK block.
         let f = dsack(2001, 1, &[(1000, 3001), (1001, 3001)]);
         assert_eq!(f.s.dsacks, 0);
+    }
+
+    /// A D-SACK that arrives after the retransmission's episode ended, while the next one is
+    /// open, clears the first: its loss was none, the second's retransmission is still one.
+    #[test]
+    fn a_late_dsack_is_charged_to_the_retransmissions_own_episode() {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 6);
+        f.data(T0 + 11 * MS, 1, MSS, F::RETRANSMISSION);
+        f.ack(T0 + 21 * MS, end); // the first episode ends
+        f.data(T0 + 22 * MS, end, MSS, 0);
+        let end2 = f.burst(T0 + 22 * MS, end + 1000, 3);
+        f.data(T0 + 30 * MS, end, MSS, F::RETRANSMISSION); // the second opens
+        // The D-SACK of the first retransmission comes now.
+        f.receive(ack_row(T0 + 31 * MS, end), &[(1, 1001)]);
+        f.ack(T0 + 40 * MS, end2);
+        assert_eq!(f.s.spurious_count, 1);
+        let (a, b) = (f.s.episodes.get(0).unwrap(), f.s.episodes.get(1).unwrap());
+        assert_eq!((a.retx, a.real_losses()), (1, 0));
+        assert_eq!((b.retx, b.real_losses()), (1, 1));
+    }
+
+    /// A flight of 3 sent at TSval 100, the first segment retransmitted at TSval 130, then
+    /// the first ACK covering it echoing `echo` (or no timestamps).
+    fn echoed(echo: Option<u32>) -> Feed {
+        let mut f = Feed::new(10 * MS);
+        f.s.data_tsval = Some(100);
+        let end = f.burst(T0, 1, 3);
+        f.s.data_tsval = Some(130);
+        f.data(T0 + 30 * MS, 1, MSS, F::RETRANSMISSION);
+        let mut a = ack_row(T0 + 40 * MS, end);
+        a.frame = tcpdx_wire::FrameNo(6);
+        let d = SegmentDetail {
+            timestamps: echo.map(|e| (7, e)),
+            ..SegmentDetail::default()
+        };
+        f.s.on_ack(&a, &d, 10 * MS);
+        f
+    }
+
+    #[test]
+    fn an_ack_echoing_an_older_timestamp_than_the_retransmissions_proves_it_spurious() {
+        for (echo, spurious) in [(Some(129), 1), (Some(130), 0), (Some(131), 0), (None, 0)] {
+            let f = echoed(echo);
+            assert_eq!(f.s.spurious_count, spurious, "echo {echo:?}");
+            assert_eq!(f.s.episodes.get(0).unwrap().real_losses(), 1 - spurious);
+            if spurious == 1 {
+                let s = f.s.spurious.get(0).unwrap();
+                assert_eq!((s.retx_frame, s.proof_frame, s.proof), (4, 6, PROOF_ECHO));
+            }
+        }
+        // An ACK covering two retransmissions echoing an older TSval proves the first one
+        // only: the second may have filled a hole after the original of the first arrived.
+        let mut f = Feed::new(10 * MS);
+        f.s.data_tsval = Some(100);
+        let end = f.burst(T0, 1, 3);
+        f.s.data_tsval = Some(130);
+        f.data(T0 + 30 * MS, 1, MSS, F::RETRANSMISSION);
+        f.s.data_tsval = Some(131);
+        f.data(T0 + 31 * MS, 1001, MSS, F::RETRANSMISSION);
+        let d = SegmentDetail {
+            timestamps: Some((7, 129)),
+            ..SegmentDetail::default()
+        };
+        f.s.on_ack(&ack_row(T0 + 41 * MS, end), &d, 10 * MS);
+        assert_eq!(f.s.spurious_count, 1);
+        assert_eq!(f.s.spurious.get(0).unwrap().retx_frame, 4);
+        // The 32-bit clock wraps: 2^32 - 1 is one tick before 0.
+        let mut f = Feed::new(10 * MS);
+        f.s.data_tsval = Some(0);
+        f.data(T0, 1, MSS, F::RETRANSMISSION);
+        let d = SegmentDetail {
+            timestamps: Some((7, u32::MAX)),
+            ..SegmentDetail::default()
+        };
+        f.s.on_ack(&ack_row(T0 + 10 * MS, 1001), &d, 10 * MS);
+        assert_eq!(f.s.spurious_count, 1);
+    }
+
+    /// Behind a reordering element the retransmission arrives first, the original (stamped
+    /// before it) later, flagged a retransmission of acknowledged data: it is no second
+    /// retransmission, and it proves the first unnecessary.
+    #[test]
+    fn an_original_stamped_before_the_latest_segment_came_late() {
+        for (stamp, late) in [(129, true), (130, false)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.data_tsval = Some(100);
+            let end = f.burst(T0, 1, 3);
+            f.s.data_tsval = Some(130);
+            let retx = f.data(T0 + 30 * MS, 1, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 31 * MS, end);
+            f.s.data_tsval = Some(stamp);
+            let orig = f.data(T0 + 40 * MS, 1, MSS, F::SPURIOUS_RETRANSMISSION);
+            let why = format!("stamped {stamp}");
+            assert_eq!(f.s.retx_pkts, if late { 1 } else { 2 }, "{why}");
+            assert_eq!(f.s.spurious_count, 1, "{why}");
+            let s = f.s.spurious.get(0).unwrap();
+            let proof = if late {
+                (retx, orig, PROOF_LATE_ORIGINAL)
+            } else {
+                (orig, orig, PROOF_ACKED)
+            };
+            assert_eq!((s.retx_frame, s.proof_frame, s.proof), proof, "{why}");
+            if late {
+                assert_eq!(f.s.episodes.get(0).unwrap().real_losses(), 0, "{why}");
+            }
+        }
     }
 
     #[test]

@@ -20,6 +20,14 @@ pub const RTO_MIN_SILENCE_RTTS: i64 = 3;
 /// Floor of that silence (tcpdx choice: below every stack's minimum RTO in practice, Linux
 /// `TCP_RTO_MIN` 200 ms, Windows 300 ms; above tail-loss probes at LAN round trips).
 pub const RTO_MIN_SILENCE_NS: i64 = 100_000_000;
+/// A retransmission the sender sent less than 1/N of [`rto_silence`] after its previous
+/// segment by its own clock is no timeout's, whatever the silence the capture saw (tcpdx
+/// choice: the TSval ticks every 1-10 ms; a timer waits the whole RTO).
+pub const RTO_SENDER_CLOCK_SHARE: i64 = 2;
+/// The sender's clock rate is read over at least this long (tcpdx choice) ...
+pub const RTO_CLOCK_MIN_NS: i64 = 100_000_000;
+/// ... and this many ticks (tcpdx choice: a 1 ms clock, read to 10%).
+pub const RTO_CLOCK_MIN_TICKS: i64 = 10;
 /// Segments a restarting sender may send before the hole it left must show (tcpdx choice:
 /// slow start from one segment after a timeout sends 1, then 2 (or 3 with F-RTO's new data)
 /// before the first duplicate ACK brings the lost data back).
@@ -72,7 +80,28 @@ impl SenderState {
     #[inline]
     pub(super) fn is_timeout(&self, a: &SegmentAnalysis, path_rtt: i64) -> bool {
         let silence = a.ts.0 - self.last_send.max(self.last_ack);
-        !a.flags.has(F::FAST_RETRANSMISSION) && silence >= rto_silence(path_rtt)
+        let min = rto_silence(path_rtt);
+        !a.flags.has(F::FAST_RETRANSMISSION)
+            && silence >= min
+            && self
+                .sender_wait_ns()
+                .is_none_or(|w| w * RTO_SENDER_CLOCK_SHARE >= min)
+    }
+
+    /// How long the sender waited between its last data segment and this one by its own
+    /// clock (the TSval, RFC 7323, at the rate it ran against the capture's): a segment held
+    /// in the network arrives after a long silence that the sender never waited (None
+    /// without timestamps or enough of a clock to read).
+    fn sender_wait_ns(&self) -> Option<i64> {
+        let (t0, v0) = self.tsval_origin?;
+        let (prev, now) = (self.last_send_tsval?, self.data_tsval?);
+        let elapsed = self.last_send - t0;
+        let ticks = i64::from(prev.wrapping_sub(v0));
+        if elapsed < RTO_CLOCK_MIN_NS || ticks < RTO_CLOCK_MIN_TICKS {
+            return None;
+        }
+        let wait = i64::from(now.wrapping_sub(prev) as i32).max(0);
+        Some((i128::from(wait) * i128::from(elapsed) / i128::from(ticks)) as i64)
     }
 
     /// The timeout retransmission `a`: a backoff of the open stall if it resends the same
@@ -220,6 +249,34 @@ mod tests {
                     assert!(!r.upstream_loss);
                 }
             }
+        }
+    }
+
+    /// A sender with a 1 ms TSval clock: 200 segments 1 ms apart, then 300 ms of silence
+    /// and a retransmission whose TSval is `wait_ms` after the last segment's.
+    fn held_retransmission(wait_ms: u32) -> Feed {
+        let mut f = Feed::new(10 * MS);
+        for i in 0..200u32 {
+            f.s.data_tsval = Some(5_000 + i);
+            f.data(T0 + i64::from(i) * MS, 1 + u64::from(i) * 1000, MSS, 0);
+        }
+        f.ack(T0 + 200 * MS, 199_001);
+        f.s.data_tsval = Some(5_199 + wait_ms);
+        f.data(T0 + 500 * MS, 199_001, MSS, F::RETRANSMISSION);
+        f.ack(T0 + 510 * MS, 200_001);
+        f
+    }
+
+    /// The silence is long enough, but by its own clock the sender retransmitted sooner than
+    /// half of it: the retransmission was held on the way, no timer fired.
+    #[test]
+    fn a_retransmission_the_sender_sent_soon_is_no_timeout_after_any_silence() {
+        let min = rto_silence(10 * MS);
+        let at = (min / RTO_SENDER_CLOCK_SHARE / MS) as u32;
+        assert_eq!(at, 50);
+        for (wait, timeout) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
+            let f = held_retransmission(wait);
+            assert_eq!(f.s.rtos.len(), timeout, "sender waited {wait} ms");
         }
     }
 
