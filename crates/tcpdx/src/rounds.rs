@@ -25,32 +25,38 @@ impl Capture {
             let out = drive::single(reader, o, &mut diag, |_| false)?;
             Ok((out.summary.first_ts_ns, out))
         })?;
-        let mut trackers: Vec<_> = diag.trackers().collect();
-        trackers.sort_by_key(|c| c.stream);
-        let rel = |t: i64| (t - first) as f64 / 1e9;
-        let mut rows = Vec::new();
-        for c in trackers {
-            for dir in [Dir::ClientToServer, Dir::ServerToClient] {
-                let vantage = c.vantage(dir);
-                rows.extend(c.round_limits(dir).map(|(r, l)| RoundRow {
-                    stream: c.stream,
-                    direction: dir,
-                    start_s: rel(r.start),
-                    end_s: rel(r.end),
-                    start_ns: r.start,
-                    end_ns: r.end,
-                    segments: r.pkts,
-                    retransmissions: r.retx,
-                    flight_bytes: l.flight_bytes,
-                    delivered_bytes: r.acked,
-                    cwnd_est: l.cwnd_est,
-                    limit: l.limit,
-                    vantage,
-                }));
-            }
-        }
-        Ok(rows)
+        Ok(rows_of(&diag, first))
     }
+}
+
+/// The rounds of every connection `diag` kept, in stream order, times relative to `first`
+/// (ns): the rows of [`Capture::rounds`] and of a distributed export.
+pub(crate) fn rows_of(diag: &Diagnoser, first: i64) -> Vec<RoundRow> {
+    let mut trackers: Vec<_> = diag.trackers().collect();
+    trackers.sort_by_key(|c| c.stream);
+    let rel = |t: i64| (t - first) as f64 / 1e9;
+    let mut rows = Vec::new();
+    for c in trackers {
+        for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+            let vantage = c.vantage(dir);
+            rows.extend(c.round_limits(dir).map(|(r, l)| RoundRow {
+                stream: c.stream,
+                direction: dir,
+                start_s: rel(r.start),
+                end_s: rel(r.end),
+                start_ns: r.start,
+                end_ns: r.end,
+                segments: r.pkts,
+                retransmissions: r.retx,
+                flight_bytes: l.flight_bytes,
+                delivered_bytes: r.acked,
+                cwnd_est: l.cwnd_est,
+                limit: l.limit,
+                vantage,
+            }));
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
