@@ -295,7 +295,7 @@ impl CaptureSet {
         // file's first.
         if let [o] = self.open.as_slice()
             && let Some(head) = o.head
-            && self.before_waiting(head.ts, o.member)
+            && self.before_waiting(head.ts)
         {
             self.current = Some(0);
             return Ok(Some(self.number(o.member, head)));
@@ -325,13 +325,14 @@ impl CaptureSet {
         }
     }
 
-    /// Whether a frame at `ts` of `member` comes before the first frame of every waiting
-    /// member (merge), or there is no need to look (concatenation: one file at a time).
+    /// Whether a frame at `ts` comes before the first frame of every waiting member
+    /// (merge), or there is no need to look (concatenation: one file at a time).
     #[inline]
-    fn before_waiting(&self, ts: Timestamp, member: usize) -> bool {
+    fn before_waiting(&self, ts: Timestamp) -> bool {
         match (self.order, self.waiting.last()) {
             (SetOrder::Concat, _) | (_, None | Some((_, None))) => true,
-            (SetOrder::Merge, Some(&(m, Some(first)))) => key(ts, member) < key(first, m),
+            // A member not yet started loses a tie (see `open_waiting`).
+            (SetOrder::Merge, Some(&(_, Some(first)))) => ts.0 <= first.0,
         }
     }
 
@@ -354,7 +355,10 @@ impl CaptureSet {
                     match (first, best) {
                         (_, None) => true,
                         (None, Some(_)) => false,
-                        (Some(ts), Some(best)) => key(ts, member) < best,
+                        // Strictly earlier: a file that starts at the time another
+                        // ends continues it (a ring buffer is read in order, as the one
+                        // file it was cut from), where mergecap would put it first.
+                        (Some(ts), Some(best)) => ts.0 < best.0,
                     }
                 }
             };
@@ -688,6 +692,24 @@ mod tests {
         let reread = SetMap { runs: None, ..map };
         assert_eq!(reread.locate(&frames).unwrap(), want);
         assert_eq!(reread.locate(&[7, 2]).unwrap(), [want[6], want[1]]);
+    }
+
+    #[test]
+    fn a_file_starting_at_the_time_another_ends_continues_it() {
+        // A ring buffer cut between two frames of the same microsecond: read in order, as
+        // the one file (mergecap -w would put b1 first); a started file still wins a tie.
+        let d = dir("tie");
+        let a = write(&d, "a.pcap", &pcap(&[(10, "a1"), (20, "a2"), (20, "a3")]));
+        let b = write(&d, "b.pcap", &pcap(&[(20, "b1"), (30, "b2"), (30, "b3")]));
+        let c = write(&d, "c.pcap", &pcap(&[(19, "c1"), (30, "c2")]));
+        let mut set =
+            CaptureSet::open(vec![a.clone(), b.clone()], SetOrder::Merge, plain()).unwrap();
+        let tags: Vec<String> = read_all(&mut set).0.into_iter().map(|g| g.1).collect();
+        assert_eq!(tags, ["a1", "a2", "a3", "b1", "b2", "b3"]);
+        // One frame earlier (19 < 20) and c starts first; then on 30 the later file first.
+        let mut set = CaptureSet::open(vec![b, c], SetOrder::Merge, plain()).unwrap();
+        let tags: Vec<String> = read_all(&mut set).0.into_iter().map(|g| g.1).collect();
+        assert_eq!(tags, ["c1", "b1", "c2", "b2", "b3"]);
     }
 
     #[test]

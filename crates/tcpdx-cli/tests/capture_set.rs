@@ -352,3 +352,61 @@ fn members_of_different_link_types() {
         ok(&["events", s(&one)])
     );
 }
+
+/// `dir` made a ring buffer of `n` files of `capture` (a lab capture), and the whole
+/// capture as one uncompressed file beside it.
+fn ring_of(dir: &Path, capture: &str, n: usize) -> (PathBuf, PathBuf) {
+    let all = frames(&common::data_dir(capture));
+    std::fs::create_dir_all(dir.join("ring")).expect("ring dir");
+    assert_eq!(ring(&dir.join("ring"), &all, n).len(), n);
+    (write(&dir.join("one.pcap"), &all), dir.join("ring"))
+}
+
+#[test]
+fn compare_and_vantage_take_capture_sets() {
+    let dir = scratch("sides");
+    let (before, before_set) = ring_of(
+        &dir.join("before"),
+        "lab/case000_rto_delack/client.pcap.gz",
+        4,
+    );
+    let (after, after_set) = ring_of(
+        &dir.join("after"),
+        "lab/case000_rto_quickack/client.pcap.gz",
+        3,
+    );
+    let files = json(&ok(&["compare", "--json", s(&before), s(&after)]));
+    let sets = json(&ok(&["compare", "--json", s(&before_set), s(&after_set)]));
+    for key in [
+        "verdict",
+        "kinds",
+        "goodput_before_bps",
+        "goodput_after_bps",
+    ] {
+        assert!(!files[key].is_null(), "{key}");
+        assert_eq!(sets[key], files[key], "{key}");
+    }
+    assert!(
+        files["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("delack-slowstart-stall")
+    );
+
+    // Two points, each a ring buffer: the same offset and the same losses, at the same frames.
+    let (a, a_set) = ring_of(&dir.join("a"), "lab/case000_rto_delack/client.pcap.gz", 5);
+    let (b, b_set) = ring_of(&dir.join("b"), "lab/case000_rto_delack/server.pcap.gz", 2);
+    let files = json(&ok(&["diagnose", "--json", "--vantage", s(&a), s(&b)]));
+    let sets = json(&ok(&[
+        "diagnose",
+        "--json",
+        "--vantage",
+        s(&a_set),
+        s(&b_set),
+    ]));
+    let losses = files["vantage"]["losses"].as_array().expect("losses");
+    assert!(!losses.is_empty());
+    assert_eq!(sets["vantage"]["losses"], files["vantage"]["losses"]);
+    assert_eq!(sets["vantage"]["offset_s"], files["vantage"]["offset_s"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
