@@ -82,6 +82,8 @@ __all__ = [
     "segments",
     "segments_batches",
     "srt",
+    "srt_report",
+    "SRT_SCHEMA",
     "table",
     "transactions",
 ]
@@ -201,7 +203,7 @@ def diagnose(
     return Diagnosis.from_dict(json.loads(text))
 
 
-def srt(
+def srt_report(
     path: Path,
     *,
     interval: float = 1.0,
@@ -216,8 +218,8 @@ def srt(
     """Service response times of the storage protocols: the document ``tcpdx srt --json``
     prints (per NFS procedure, SMB2 command and SCSI opcode: count, min, mean, p50/p95/p99,
     max, total; the ``slowest`` requests with their frames; a timeline of ``interval``
-    seconds). For one row per request, see :func:`transactions`. Options as for
-    :func:`diagnose`."""
+    seconds). For the per-operation rows as a table, see :func:`srt`; for one row per
+    request, :func:`transactions`. Options as for :func:`diagnose`."""
     text = _call(
         _native.srt_json,
         "srt",
@@ -229,6 +231,44 @@ def srt(
         **_options(threads, max_flows, decode_as, stream, port),
     )
     return json.loads(text)
+
+
+#: The columns of :func:`srt`: one row per protocol and operation.
+SRT_SCHEMA = pyarrow.schema(
+    [
+        ("protocol", pyarrow.string()),
+        ("version", pyarrow.int64()),
+        ("by", pyarrow.string()),
+        ("op", pyarrow.string()),
+        ("code", pyarrow.int64()),
+        ("count", pyarrow.int64()),
+        ("min_s", pyarrow.float64()),
+        ("max_s", pyarrow.float64()),
+        ("mean_s", pyarrow.float64()),
+        ("p50_s", pyarrow.float64()),
+        ("p95_s", pyarrow.float64()),
+        ("p99_s", pyarrow.float64()),
+        ("total_s", pyarrow.float64()),
+    ]
+)
+
+
+def srt(path: Path, **options: Any) -> pyarrow.Table:
+    """Service response times per storage operation as a ``pyarrow.Table`` (columns
+    :data:`SRT_SCHEMA`): one row per NFS procedure, SMB2 command or SCSI opcode seen, with
+    count, min, max, mean, p50/p95/p99 and total seconds, the rows of the tables of
+    ``tcpdx srt --json`` (a few rows per protocol: built from :func:`srt_report`). Options
+    as for :func:`srt_report`."""
+    report = srt_report(path, **options)
+    rows = [
+        {"protocol": t["protocol"], "version": t.get("version"), "by": t["by"], **r}
+        for t in report["tables"]
+        for r in t["rows"]
+    ]
+    names = SRT_SCHEMA.names
+    return pyarrow.Table.from_pylist(
+        [{k: r.get(k) for k in names} for r in rows], schema=SRT_SCHEMA
+    )
 
 
 def table(

@@ -157,9 +157,37 @@ def test_an_exception_in_the_progress_callback_stops_and_propagates():
     ids=short_id,
 )
 def test_srt_is_the_command_json(path):
-    got = tcpdx.srt(path)
+    got = tcpdx.srt_report(path)
     assert got == cli_json("srt", "--json", path)
     assert got["tables"], "storage traffic gives response-time tables"
-    assert tcpdx.srt(path, interval=0.25, slowest=3) == cli_json(
+    assert tcpdx.srt_report(path, interval=0.25, slowest=3) == cli_json(
         "srt", "--json", "--interval", "0.25", "--slowest", "3", path
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        LAB / "nfs3_write_loss1pct" / "client.pcap.gz",
+        LAB / "smb3_read_clean" / "server.pcap.gz",
+        LAB / "iscsi_read_qd1" / "client.pcap.gz",
+    ],
+    ids=short_id,
+)
+def test_srt_table_has_a_row_per_operation_of_the_command(path):
+    want = cli_json("srt", "--json", path)
+    t = tcpdx.srt(path)
+    assert t.schema == tcpdx.SRT_SCHEMA
+    rows = t.to_pylist()
+    assert len(rows) == sum(len(tab["rows"]) for tab in want["tables"]) > 0
+    i = 0
+    for tab in want["tables"]:
+        for r in tab["rows"]:
+            got = rows[i]
+            assert (got["protocol"], got["op"], got["count"]) == (
+                tab["protocol"],
+                r["op"],
+                r["count"],
+            )
+            assert got["p95_s"] == r["p95_s"] and got["total_s"] == r["total_s"]
+            i += 1

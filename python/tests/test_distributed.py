@@ -191,7 +191,7 @@ def test_export_of_a_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
         capsys, "export", "--address", "local", "--partitions", "3", *files, "-o", str(got_dir)
     )
     assert code == 0, err
-    assert err.startswith("tcpdx: wrote 7 tables to ")
+    assert err.startswith(f"tcpdx: wrote {len(list(want_dir.iterdir()))} tables to ")
     names = sorted(p.name for p in want_dir.iterdir())
     assert sorted(p.name for p in got_dir.iterdir()) == names
     for name in names:
