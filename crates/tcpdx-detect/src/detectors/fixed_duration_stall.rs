@@ -4,8 +4,9 @@
 //! Candidates are the silent gaps no other finding explains: not a SYN waiting for its
 //! retransmission, a timeout, a delayed ACK or Nagle (timer pauses), not a turn of a
 //! request/response conversation or a client's own pause (idle time, application-limited),
-//! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock), not a
-//! zero window (receiver-window-limited). Silences mostly counted as idle time are folded
+//! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock, seen
+//! from either end), not a zero window (receiver-window-limited), not a side's held ACK
+//! that leaves with its next request (its turn). Silences mostly counted as idle time are folded
 //! into that finding ([`crate::account`]). A single silence, however long, is never one: one
 //! occurrence cannot show a repeating timer; its cause's finding carries its duration.
 
@@ -39,6 +40,11 @@ pub const ACK_CLOCK_RTTS: i64 = 4;
 /// other silences: equal stalls stand out from the connection's own variation (tcpdx
 /// choice: a connection whose silences are all alike shows its rhythm, not a timer).
 pub const STANDOUT: f64 = 2.0;
+/// A silence with one side's data in flight, ended by the other side's pure ACK that this
+/// side's own new data follows within this, is that side's turn: it held its ACK and sent
+/// it with its next request (tcpdx choice: the two leave the host together, microseconds
+/// apart; a slow link's serialisation of a small request stays below 1 ms).
+pub const ANSWER_WITH_ACK_NS: i64 = 1_000_000;
 
 /// A stall candidate: (start, end, frame ending it).
 type Stall = (i64, i64, u64);
@@ -57,8 +63,10 @@ pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
     if !g.in_flight && g.next_has_data && g.last_data_dir.is_some_and(|d| d != g.next_dir) {
         return false;
     }
-    // The ACK clock: data in flight, an ACK within a few round trips.
-    if g.in_flight && !g.next_has_data && cx.rtt > 0 && g.duration() <= ACK_CLOCK_RTTS * cx.rtt {
+    // The ACK clock: data in flight, an ACK within a few round trips; or, seen from the
+    // receiver, the sender's own data resuming once the ACKs it waited for reached it.
+    let acks_or_resumes = !g.next_has_data || g.last_data_dir == Some(g.next_dir);
+    if g.in_flight && acks_or_resumes && cx.rtt > 0 && g.duration() <= ACK_CLOCK_RTTS * cx.rtt {
         return false;
     }
     // A zero window is the receiver's (receiver-window-limited).
@@ -66,6 +74,36 @@ pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
         .zero_windows
         .iter()
         .any(|z| z.start <= g.end && g.start <= z.end)
+}
+
+/// The side whose held ACK may end `g` as a turn: one side's data in flight, ended by
+/// the other side's pure ACK.
+fn acking_side(g: &Gap) -> Option<Dir> {
+    (g.in_flight && !g.next_has_data && g.last_data_dir.is_some_and(|d| d != g.next_dir))
+        .then_some(g.next_dir)
+}
+
+/// Drops from `v` (in time order, with the side of [`acking_side`]) the silences whose
+/// ending ACK that side's new data follows within [`ANSWER_WITH_ACK_NS`]: its turn. One
+/// pass over each side's rounds (a round starts at new data after all was acknowledged).
+fn drop_answered_turns(cx: &ConnContext<'_>, v: &mut Vec<(Stall, Option<Dir>)>) {
+    for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+        if !v.iter().any(|x| x.1 == Some(dir)) {
+            continue;
+        }
+        let mut rounds = cx.conn.senders[dir.idx()].rounds.iter().peekable();
+        v.retain(|&(s, side)| {
+            if side != Some(dir) {
+                return true;
+            }
+            while rounds.peek().is_some_and(|r| r.start < s.1) {
+                rounds.next();
+            }
+            rounds
+                .peek()
+                .is_none_or(|r| r.start > s.1 + ANSWER_WITH_ACK_NS)
+        });
+    }
 }
 
 /// The largest group of durations within [`SAME_DURATION_TOLERANCE`] of one another in
@@ -121,10 +159,15 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if long.peek().is_none() {
         return Vec::new();
     }
-    let mut v: Vec<Stall> = long
+    let mut sided: Vec<(Stall, Option<Dir>)> = long
         .filter(|g| unexplained(cx, g))
-        .map(|g| (g.start, g.end, g.frame_after))
+        .map(|g| ((g.start, g.end, g.frame_after), acking_side(&g)))
         .collect();
+    if sided.len() < MIN_REPEATS {
+        return Vec::new();
+    }
+    drop_answered_turns(cx, &mut sided);
+    let mut v: Vec<Stall> = sided.into_iter().map(|x| x.0).collect();
     if v.len() < MIN_REPEATS {
         return Vec::new();
     }

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::detectors::fixed_duration_stall::{
-    ACK_CLOCK_RTTS, MIN_REPEATS, SAME_DURATION_TOLERANCE, STANDOUT, equal_durations, stands_out,
+    ACK_CLOCK_RTTS, ANSWER_WITH_ACK_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE, STANDOUT,
+    equal_durations, stands_out,
 };
 
 /// `n` requests of 200 bytes whose ACK (with the answer) comes `hold_ms[i]` later: data in
@@ -115,6 +116,63 @@ fn the_ack_clock_is_not_a_timer_stall() {
             d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
             want,
             "{rtts} round trips: {:#?}",
+            d.findings
+        );
+    }
+}
+
+#[test]
+fn the_ack_clock_seen_from_the_receiver_is_not_a_timer_stall() {
+    // Captured at the receiver: two segments, the first acknowledged at once, then nothing
+    // until the sender's next data (it waited for that ACK to cross the path): within
+    // ACK_CLOCK_RTTS round trips (10 ms) the ACK clock, beyond a stall.
+    for (rtts, want) in [(ACK_CLOCK_RTTS, false), (ACK_CLOCK_RTTS + 2, true)] {
+        let wait = 10.0 * rtts as f64;
+        let mut t = Script::new();
+        t.handshake();
+        t.at_ms(20.0);
+        let mut seq = 1;
+        for _ in 0..4 {
+            t.client_sends(seq, MSS);
+            t.after_ms(0.01).client_sends(seq + MSS, MSS);
+            t.after_ms(0.5).server_acks(seq + MSS);
+            seq += 2 * MSS;
+            t.after_ms(wait);
+        }
+        t.client_sends(seq, MSS);
+        t.after_ms(0.5).server_acks(seq + MSS);
+        let d = diagnose(&t);
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "{rtts} round trips: {:#?}",
+            d.findings
+        );
+    }
+}
+
+#[test]
+fn a_held_ack_sent_with_the_next_request_is_a_turn_not_a_timer_stall() {
+    // Request/response: the client acknowledges each answer 96 ms later (beyond the ACK
+    // clock's round trips) and its next request follows that ACK: within
+    // ANSWER_WITH_ACK_NS the client's turn, beyond a silence no cause explains.
+    let limit = ANSWER_WITH_ACK_NS as f64 / 1e6;
+    for (after_ack_ms, want) in [(limit * 0.5, false), (limit, false), (limit * 1.5, true)] {
+        let mut t = Script::new();
+        t.handshake();
+        t.at_ms(20.0).client_sends(AUTO, 316);
+        for _ in 0..4 {
+            t.after_ms(5.0).server_sends(AUTO, 1797);
+            t.after_ms(96.0).client_acks(AUTO);
+            t.after_ms(after_ack_ms).client_sends(AUTO, 316);
+        }
+        t.after_ms(5.0).server_sends(AUTO, 1797);
+        t.after_ms(1.0).client_acks(AUTO);
+        let d = diagnose(&t);
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "next request {after_ack_ms} ms after the ACK: {:#?}",
             d.findings
         );
     }
