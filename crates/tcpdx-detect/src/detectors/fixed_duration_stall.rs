@@ -6,7 +6,8 @@
 //! request/response conversation or a client's own pause (idle time, application-limited),
 //! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock, seen
 //! from either end), not a zero window (receiver-window-limited), not a side's held ACK
-//! that leaves with its next request (its turn). Silences mostly counted as idle time are folded
+//! that leaves with its next request (its turn) or that its data's sender did not wait
+//! for (nothing new sent after it: an application's pause). Silences mostly counted as idle time are folded
 //! into that finding ([`crate::account`]). A single silence, however long, is never one: one
 //! occurrence cannot show a repeating timer; its cause's finding carries its duration.
 
@@ -45,6 +46,10 @@ pub const STANDOUT: f64 = 2.0;
 /// it with its next request (tcpdx choice: the two leave the host together, microseconds
 /// apart; a slow link's serialisation of a small request stays below 1 ms).
 pub const ANSWER_WITH_ACK_NS: i64 = 1_000_000;
+/// A held ACK stalls its data's sender only if that sender sends new data within this
+/// many round trips of it (tcpdx choice: from any vantage the sender's answer to an ACK
+/// shows within one round trip; later, it had nothing waiting on the ACK).
+pub const WAITED_RTTS: i64 = 2;
 
 /// A stall candidate: (start, end, frame ending it).
 type Stall = (i64, i64, u64);
@@ -83,25 +88,37 @@ fn acking_side(g: &Gap) -> Option<Dir> {
         .then_some(g.next_dir)
 }
 
-/// Drops from `v` (in time order, with the side of [`acking_side`]) the silences whose
-/// ending ACK that side's new data follows within [`ANSWER_WITH_ACK_NS`]: its turn. One
-/// pass over each side's rounds (a round starts at new data after all was acknowledged).
-fn drop_answered_turns(cx: &ConnContext<'_>, v: &mut Vec<(Stall, Option<Dir>)>) {
+/// Drops from `v` (in time order, with the side of [`acking_side`]) the silences ended by
+/// a held ACK that nobody waited for or that went with an answer: that side's new data
+/// follows within [`ANSWER_WITH_ACK_NS`] (its turn), or the other side, whose data it
+/// acknowledged, sends nothing new within [`WAITED_RTTS`] round trips (its application
+/// had nothing more to send: the wait cost nothing). One pass over each side's rounds (a
+/// round starts at new data after all was acknowledged).
+fn drop_unwaited_acks(cx: &ConnContext<'_>, v: &mut Vec<(Stall, Option<Dir>)>) {
     for dir in [Dir::ClientToServer, Dir::ServerToClient] {
         if !v.iter().any(|x| x.1 == Some(dir)) {
             continue;
         }
-        let mut rounds = cx.conn.senders[dir.idx()].rounds.iter().peekable();
+        let mut own = cx.conn.senders[dir.idx()].rounds.iter().peekable();
+        let mut other = cx.conn.senders[dir.rev().idx()].rounds.iter().peekable();
         v.retain(|&(s, side)| {
             if side != Some(dir) {
                 return true;
             }
-            while rounds.peek().is_some_and(|r| r.start < s.1) {
-                rounds.next();
+            while own.peek().is_some_and(|r| r.start < s.1) {
+                own.next();
             }
-            rounds
+            while other.peek().is_some_and(|r| r.start < s.1) {
+                other.next();
+            }
+            let answered = own
                 .peek()
-                .is_none_or(|r| r.start > s.1 + ANSWER_WITH_ACK_NS)
+                .is_some_and(|r| r.start <= s.1 + ANSWER_WITH_ACK_NS);
+            let waited = cx.rtt <= 0
+                || other
+                    .peek()
+                    .is_some_and(|r| r.start <= s.1 + WAITED_RTTS * cx.rtt);
+            !answered && waited
         });
     }
 }
@@ -166,7 +183,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if sided.len() < MIN_REPEATS {
         return Vec::new();
     }
-    drop_answered_turns(cx, &mut sided);
+    drop_unwaited_acks(cx, &mut sided);
     let mut v: Vec<Stall> = sided.into_iter().map(|x| x.0).collect();
     if v.len() < MIN_REPEATS {
         return Vec::new();

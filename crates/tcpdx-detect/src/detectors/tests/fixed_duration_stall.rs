@@ -4,7 +4,7 @@
 use super::*;
 use crate::detectors::fixed_duration_stall::{
     ACK_CLOCK_RTTS, ANSWER_WITH_ACK_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE, STANDOUT,
-    equal_durations, stands_out,
+    WAITED_RTTS, equal_durations, stands_out,
 };
 
 /// `n` requests of 200 bytes whose ACK (with the answer) comes `hold_ms[i]` later: data in
@@ -173,6 +173,34 @@ fn a_held_ack_sent_with_the_next_request_is_a_turn_not_a_timer_stall() {
             d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
             want,
             "next request {after_ack_ms} ms after the ACK: {:#?}",
+            d.findings
+        );
+    }
+}
+
+#[test]
+fn a_held_ack_nobody_waited_for_is_not_a_timer_stall() {
+    // Each pair of segments acknowledged 70 ms later (beyond the ACK clock's round trips):
+    // a stall if the sender sends again within WAITED_RTTS round trips (10 ms) of the ACK;
+    // later, it had nothing waiting on that ACK (its application's pause).
+    for (rtts, want) in [(WAITED_RTTS, true), (WAITED_RTTS + 1, false)] {
+        let resume = 10.0 * rtts as f64;
+        let mut t = Script::new();
+        t.handshake();
+        t.at_ms(20.0);
+        for _ in 0..4 {
+            t.client_sends(AUTO, MSS);
+            t.after_ms(0.01).client_sends(AUTO, MSS);
+            t.after_ms(70.0).server_acks(AUTO);
+            t.after_ms(resume);
+        }
+        t.client_sends(AUTO, MSS);
+        t.after_ms(1.0).server_acks(AUTO);
+        let d = diagnose(&t);
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "sender again {rtts} round trips after the ACK: {:#?}",
             d.findings
         );
     }
