@@ -17,12 +17,46 @@ pub const RWND_MIN_ROUND_SHARE: f64 = 0.2;
 /// normal start of a transfer, not a receiver problem).
 pub const AT_MAX_WINDOW_SHARE: f64 = 0.9;
 
-/// Round trips limited by a window the receiver no longer grows.
-fn stuck(s: &crate::infer::SenderState) -> impl Iterator<Item = crate::infer::Round> + '_ {
+/// Round trips limited by a window the receiver no longer grows, each with the largest
+/// window advertised before it: the window at its largest (autotuning done), or closed
+/// below what it was before (autotuning never shrinks a window: the application stopped
+/// reading, a slow reader's window opens and closes).
+fn stuck(s: &crate::infer::SenderState) -> impl Iterator<Item = (crate::infer::Round, u64)> + '_ {
     let cap = s.max_rcv_window as f64 * AT_MAX_WINDOW_SHARE;
     s.rounds
         .iter()
-        .filter(move |r| r.rwnd_limited && !r.in_recovery && r.rcv_window as f64 >= cap)
+        .scan(0u64, |before, r| {
+            let prev = *before;
+            *before = prev.max(r.rcv_window);
+            Some((r, prev))
+        })
+        .filter(move |(r, before)| {
+            r.rwnd_limited
+                && !r.in_recovery
+                && (r.rcv_window as f64 >= cap || shrunk(r.rcv_window, *before))
+        })
+}
+
+/// The window is below what the receiver advertised before.
+fn shrunk(window: u64, before: u64) -> bool {
+    (window as f64) < before as f64 * AT_MAX_WINDOW_SHARE
+}
+
+/// Seconds a window-limited round `r` lost against the rate the path showed in rounds the
+/// window did not limit (`free_bps`, 0 none) or, if the window had shrunk from `before`,
+/// against that larger window at the round's pace (the path carried it before).
+fn round_cost_s(r: &crate::infer::Round, before: u64, free_bps: f64) -> f64 {
+    let rate = r.delivery_bps();
+    let reopened = if r.rcv_window > 0 && shrunk(r.rcv_window, before) {
+        rate * before as f64 / r.rcv_window as f64
+    } else {
+        0.0
+    };
+    let ceiling = free_bps.max(reopened);
+    if ceiling <= 0.0 {
+        return 0.0;
+    }
+    r.duration() as f64 / 1e9 * (1.0 - (rate / ceiling).min(1.0))
 }
 
 /// Finds receiver-window limits of the main sender.
@@ -47,8 +81,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         .map(|r| r.delivery_bps())
         .fold(0.0, f64::max);
     let rwnd_cost: f64 = stuck(s)
-        .filter(|_| free_bps > 0.0)
-        .map(|r| r.duration() as f64 / 1e9 * (1.0 - (r.delivery_bps() / free_bps).min(1.0)))
+        .map(|(r, before)| round_cost_s(&r, before, free_bps))
         .sum();
     let zw_s = cx.budget_s(State::ZeroWindow);
     let mut f = cx.finding(FindingKind::ReceiverWindowLimited, zw_s + rwnd_cost);
@@ -101,4 +134,60 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     );
     f.recommendations = vec![buffer.into(), reading.into()];
     vec![f]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::Round;
+
+    /// A 100 ms window-limited round that delivered `acked` bytes under `window`.
+    fn round(acked: u64, window: u64) -> Round {
+        Round {
+            start: 0,
+            end: 100_000_000,
+            acked,
+            rwnd_limited: true,
+            rcv_window: window,
+            ..Round::default()
+        }
+    }
+
+    #[test]
+    fn a_window_shrunk_below_the_share_of_an_earlier_one_is_a_limit() {
+        // 90% of 100 000 is the line: below it the receiver closed its window.
+        assert!(shrunk(89_999, 100_000));
+        assert!(!shrunk(90_000, 100_000));
+        assert!(!shrunk(90_001, 100_000));
+        assert!(!shrunk(50_000, 0));
+    }
+
+    #[test]
+    fn a_faster_free_round_prices_a_steady_window() {
+        // 125 kB in 100 ms = 10 Mbit/s against a path that showed 40 Mbit/s.
+        let c = round_cost_s(&round(125_000, 64_000), 64_000, 40e6);
+        assert!((c - 0.075).abs() < 1e-9, "{c}");
+        // No faster round: the path's room above a steady window is unknown.
+        assert_eq!(round_cost_s(&round(125_000, 64_000), 64_000, 5e6), 0.0);
+        assert_eq!(round_cost_s(&round(125_000, 64_000), 64_000, 0.0), 0.0);
+    }
+
+    #[test]
+    fn a_shrunk_window_is_priced_against_the_window_it_had() {
+        // Closed to a quarter of what it advertised: the earlier window, at the same pace,
+        // delivers four times as much, with no faster free round to show it.
+        let c = round_cost_s(&round(125_000, 16_000), 64_000, 0.0);
+        assert!((c - 0.075).abs() < 1e-9, "{c}");
+        // Just not shrunk (at 90%): nothing beyond the free rate.
+        assert_eq!(round_cost_s(&round(125_000, 57_600), 64_000, 0.0), 0.0);
+        // The faster of the two ceilings holds.
+        let c = round_cost_s(&round(125_000, 32_000), 64_000, 40e6);
+        assert!((c - 0.075).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn a_round_that_delivered_nothing_against_no_ceiling_costs_nothing_here() {
+        // Zero windows are priced as their own state, not as window-full rounds.
+        assert_eq!(round_cost_s(&round(0, 0), 64_000, 0.0), 0.0);
+    }
 }

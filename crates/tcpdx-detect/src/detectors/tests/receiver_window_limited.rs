@@ -18,3 +18,60 @@ fn zero_window_limits_the_sender() {
     assert_eq!(roles(f), vec![(6, "zero window"), (7, "window update")]);
     assert_eq!(d.findings[0].kind, K::ReceiverWindowLimited);
 }
+
+/// Slow start under a window of `open` segments, then ten round trips with the window at
+/// `held` segments and the sender filling it (10 ms each).
+fn window_held(open: u32, held: u32) -> Script {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    for n in [2, 4, 8] {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, n, MSS);
+        t.after_ms(10).server_acks(AUTO).win(open * MSS);
+    }
+    for _ in 0..10 {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, held, MSS);
+        t.after_ms(10).server_acks(AUTO).win(held * MSS);
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    t
+}
+
+#[test]
+fn a_window_closed_below_what_it_was_limits_the_sender() {
+    // A slow reader: 64 segments advertised, then 11 filled every round trip. Slow start
+    // never ran faster, so only the earlier window shows what the path carried.
+    let d = diagnose(&window_held(64, 11));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.severity >= Severity::Minor, "{f:#?}");
+    assert!(f.episodes >= 9, "{}", f.episodes);
+    // Each held round delivers 11 of the 64 segments the earlier window allowed.
+    let want = 10.0 * 0.010 * (1.0 - 11.0 / 64.0);
+    assert!(
+        f.cost.seconds > 0.5 * want && f.cost.seconds <= 1.05 * want,
+        "{} vs {want}",
+        f.cost.seconds
+    );
+}
+
+#[test]
+fn a_window_just_inside_the_share_of_its_largest_is_not_priced_as_closed() {
+    // 58 of 64 segments is above 90% of the largest window: the window never closed, and
+    // with no faster round the path's room above it is unknown.
+    let d = diagnose(&window_held(64, 58));
+    if let Some(f) = d
+        .findings
+        .iter()
+        .find(|f| f.kind == K::ReceiverWindowLimited)
+    {
+        assert!(f.cost.seconds < 1e-9, "{f:#?}");
+    }
+    // 57 is below 90%: the window closed, and it is priced.
+    let d = diagnose(&window_held(64, 57));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.cost.seconds > 0.0, "{f:#?}");
+}
