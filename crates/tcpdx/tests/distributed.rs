@@ -70,6 +70,22 @@ fn check(whole: &Path, files: &[PathBuf], partitions: u16) {
     assert_eq!(summary.stats.frames, want_frames);
     let metas = distributed::shard_metas(shards.path()).unwrap();
     assert_eq!(metas.iter().map(|m| m.frames).sum::<u64>(), want_frames);
+    // Each partition analysed apart (one call each, as one task each would), last first,
+    // then merged: the same diagnosis and counters.
+    let partials: Vec<_> = (0..partitions)
+        .rev()
+        .map(|p| distributed::diagnose_partition(shards.path(), p, &o).unwrap())
+        .collect();
+    let (merged, merged_summary) =
+        distributed::merge_partials(shards.path(), partials, &o).unwrap();
+    assert_eq!(
+        json(&merged),
+        json(&want),
+        "{} in {} files, {partitions} partitions analysed apart",
+        whole.display(),
+        files.len()
+    );
+    assert_eq!(merged_summary.stats, summary.stats);
 }
 
 const LAB: [&str; 6] = [

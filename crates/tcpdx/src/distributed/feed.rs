@@ -197,6 +197,107 @@ pub(crate) fn feed<R>(
     end
 }
 
+/// Global frames per batch of a partition fed alone ([`feed_one`]): the cut every
+/// partition's batches share, so that the merge of partitions analysed apart walks batch
+/// k of each before any batch k + 1 (the batch of [`feed`], in frames of the capture).
+pub(super) const ALONE_BATCH_FRAMES: u64 = BATCH as u64;
+
+/// Batches every partition fed alone gets for `plan`: one per [`ALONE_BATCH_FRAMES`]
+/// global frames, at least one.
+fn alone_batches(plan: &Plan) -> u64 {
+    let frames = plan.files.last().map_or(0, |(m, offset)| offset + m.frames);
+    frames.div_ceil(ALONE_BATCH_FRAMES).max(1)
+}
+
+/// Feeds the worker of partition `p` alone, as [`feed`] feeds it among the others (the
+/// same work in the same order: its records, and every sweep before the first record
+/// after its frame), but in batches cut at global frame multiples of
+/// [`ALONE_BATCH_FRAMES`], empty ones included: each partition can then run as a task of
+/// its own and the merge still meets their frames in capture order. A shard that cannot
+/// be read ends the feed, its error left in `failed`.
+pub(crate) fn feed_one(
+    plan: &Plan,
+    dir: &Path,
+    p: u16,
+    worker: SyncSender<Batch>,
+    recycled: Receiver<Batch>,
+    failed: &Mutex<Option<Error>>,
+) {
+    let fresh = || Batch {
+        work: Vec::with_capacity(BATCH),
+        ..Batch::default()
+    };
+    let fail = |e: Error| {
+        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    };
+    let mut part = match PartReader::new(plan, dir, p) {
+        Ok(part) => part,
+        Err(e) => return fail(e),
+    };
+    let batches = alone_batches(plan);
+    let mut b = fresh();
+    if let Some(ts) = plan.first_ts {
+        b.work.push(Work::Origin(ts));
+    }
+    let (mut window, mut next_sweep) = (0u64, 0usize);
+    let send = |b: &mut Batch, window: &mut u64| -> bool {
+        *window += 1;
+        let next = recycled.try_recv().unwrap_or_else(|_| fresh());
+        worker.send(std::mem::replace(b, next)).is_ok()
+    };
+    loop {
+        let first = part.frame();
+        // Frames are numbered from 1: frame f is in window (f - 1) / ALONE_BATCH_FRAMES.
+        let at = if first == u64::MAX {
+            batches - 1
+        } else {
+            (first.max(1) - 1) / ALONE_BATCH_FRAMES
+        };
+        while let Some(s) = plan.sweeps.get(next_sweep).filter(|s| s.frame < first) {
+            // A sweep goes in the window of its frame (or a later one: the worker's order
+            // is what counts; the window only keeps the batches aligned).
+            while window < at.min((s.frame.max(1) - 1) / ALONE_BATCH_FRAMES) {
+                if !send(&mut b, &mut window) {
+                    return;
+                }
+            }
+            b.work.push(if s.diagnoser {
+                Work::DiagnoserSweep(s.ts)
+            } else {
+                Work::Sweep(s.ts)
+            });
+            next_sweep += 1;
+        }
+        while window < at {
+            if !send(&mut b, &mut window) {
+                return;
+            }
+        }
+        if first == u64::MAX {
+            break;
+        }
+        let input = part.head.take().expect("a record is there");
+        let payload = if part.payload.is_empty() {
+            Payload::default()
+        } else {
+            let at = Payload {
+                buf: COPIED,
+                start: b.bytes.len() as u64,
+                len: part.payload.len() as u32,
+            };
+            b.bytes.extend_from_slice(&part.payload);
+            at
+        };
+        b.work.push(Work::Input(input, payload));
+        if let Err(e) = part.advance() {
+            fail(e);
+            break;
+        }
+    }
+    // The last window's batch, sent even when empty: every partition sends as many.
+    send(&mut b, &mut window);
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -311,6 +412,34 @@ mod tests {
             for (i, (g, e)) in g.iter().zip(e).enumerate() {
                 assert_eq!(g, e, "worker {w}, item {i}");
             }
+        }
+        // Each partition fed alone: the same work, in as many batches as every other.
+        assert!(
+            alone_batches(&plan) >= 4,
+            "several batches: {}",
+            alone_batches(&plan)
+        );
+        for p in 0..n {
+            let (tx, rx) = sync_channel::<Batch>(100_000);
+            let (_recycle_tx, recycle_rx) = sync_channel::<Batch>(1);
+            feed_one(&plan, &shards, p, tx, recycle_rx, &failed);
+            assert!(failed.lock().unwrap().is_none());
+            let batches: Vec<Batch> = rx.try_iter().collect();
+            assert_eq!(batches.len() as u64, alone_batches(&plan), "partition {p}");
+            // Batch k holds the records of global frames k * B + 1 to (k + 1) * B.
+            for (k, b) in batches.iter().enumerate() {
+                for w in &b.work {
+                    if let Work::Input(i, _) = w {
+                        assert_eq!((i.frame().0 - 1) / ALONE_BATCH_FRAMES, k as u64);
+                    }
+                }
+            }
+            let told = collect(1, |txs, _| {
+                for b in batches {
+                    txs[0].send(b).unwrap();
+                }
+            });
+            assert_eq!(told[0], want[usize::from(p)], "partition {p}");
         }
     }
 }

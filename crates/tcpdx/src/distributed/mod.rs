@@ -16,6 +16,9 @@
 //! ([`feed`]), whose merge numbers streams globally in order of first appearance and ranks
 //! the findings: the diagnosis is the one `tcpdx diagnose --threads N` (N partitions) gives
 //! on the files concatenated, which is that of one thread unless connections were evicted.
+//! Or each partition apart, [`diagnose_partition`] (one task per partition: the same
+//! worker, its batches cut at the same global frames as every other partition's), and
+//! [`merge_partials`], the multi-core driver's merge over their outputs: the same result.
 //!
 //! The export, [`export_shards`]: the partitions replayed in frame order into one analyzer
 //! (the tables list every segment in capture order): the tables `tcpdx export` writes.
@@ -358,13 +361,7 @@ pub fn shard_metas(dir: &Path) -> Result<Vec<ShardMeta>, Error> {
 /// (one worker thread per partition), and the pass's summary (the capture readers'
 /// warnings those of stage 1, file after file).
 pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), Error> {
-    if !o.filter.streams.is_empty() {
-        return Err(Error::Shard(
-            "a distributed run does not take a stream filter (--stream): stream numbers are \
-             known only at its end"
-                .into(),
-        ));
-    }
+    check_no_streams(o)?;
     let metas = shard_metas(dir)?;
     let plan = plan::Plan::new(dir, metas, o.analyzer_config().sweep_every_frames)?;
     let threads = usize::from(plan.partitions);
@@ -400,18 +397,117 @@ pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), 
         evidence.add_tcp_logs(logs);
     }
     spill::check(&parts.spills, spill_dir)?;
-    let summary = Summary {
+    let summary = summary_of(&plan, par.stats, warnings);
+    Ok((assemble_listed(parts.listing.take(), &evidence), summary))
+}
+
+/// Stage 2 of one partition, run apart from the others (one task per partition): its
+/// connections analysed and diagnosed by one worker of the multi-core driver, fed as it
+/// would be among the others. [`merge_partials`] merges the partitions' results.
+pub struct Partial {
+    /// The partition.
+    pub partition: u16,
+    out: parallel::Alone,
+}
+
+/// Stage 2 of partition `p` of the files sharded into `dir` (options `o`, those of the
+/// whole run).
+pub fn diagnose_partition(dir: &Path, p: u16, o: &Options) -> Result<Partial, Error> {
+    check_no_streams(o)?;
+    let metas = shard_metas(dir)?;
+    let cfg = o.analyzer_config();
+    let plan = plan::Plan::new(dir, metas, cfg.sweep_every_frames)?;
+    if p >= plan.partitions {
+        return Err(Error::Shard(format!(
+            "{}: partition {p} of {}: sharded into {} partitions",
+            dir.display(),
+            plan.partitions,
+            plan.partitions
+        )));
+    }
+    let failed = Mutex::new(None);
+    let mut events = NoEvents;
+    let needs = Filtered::new(&mut events, &o.filter);
+    let out = parallel::run_alone(
+        |worker, recycled| feed::feed_one(&plan, dir, p, worker, recycled, &failed),
+        &cfg,
+        usize::from(plan.partitions),
+        part::Diagnose::new(&o.storage_config(), &o.filter, o.spill_dir.as_ref(), false),
+        &needs,
+    )?;
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(Partial { partition: p, out })
+}
+
+/// The merge of every partition's [`diagnose_partition`] (in any order) of the files
+/// sharded into `dir`: the diagnosis and summary [`diagnose_shards`] gives.
+pub fn merge_partials(
+    dir: &Path,
+    mut partials: Vec<Partial>,
+    o: &Options,
+) -> Result<(Diagnosis, Summary), Error> {
+    check_no_streams(o)?;
+    let metas = shard_metas(dir)?;
+    let plan = plan::Plan::new(dir, metas, o.analyzer_config().sweep_every_frames)?;
+    partials.sort_by_key(|p| p.partition);
+    let have: Vec<u16> = partials.iter().map(|p| p.partition).collect();
+    if have != (0..plan.partitions).collect::<Vec<_>>() {
+        return Err(Error::Shard(format!(
+            "{}: partitions {have:?} given to merge, the shards have 0 to {}",
+            dir.display(),
+            plan.partitions - 1
+        )));
+    }
+    let mut evidence = StorageEvidence::new();
+    let mut events = NoEvents;
+    let mut filtered = Filtered::new(&mut events, &o.filter);
+    let (stats, mut parts) = parallel::merge_alone(
+        partials.into_iter().map(|p| p.out).collect(),
+        plan.other.clone(),
+        &o.filter,
+        &mut filtered,
+        &mut evidence,
+    )?;
+    let warnings = filtered.warnings;
+    if let Some(logs) = parts.tcp_logs.take() {
+        evidence.add_tcp_logs(logs);
+    }
+    spill::check(&parts.spills, o.spill_dir.as_ref())?;
+    let summary = summary_of(&plan, stats, warnings);
+    Ok((assemble_listed(parts.listing.take(), &evidence), summary))
+}
+
+fn check_no_streams(o: &Options) -> Result<(), Error> {
+    if o.filter.streams.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Shard(
+        "a distributed run does not take a stream filter (--stream): stream numbers are \
+         known only at its end"
+            .into(),
+    ))
+}
+
+/// The summary of a run over the files of `plan`: the capture readers' warnings those of
+/// stage 1, file after file.
+fn summary_of(
+    plan: &plan::Plan,
+    stats: tcpdx_core::InputStats,
+    warnings: Vec<tcpdx_core::Warning>,
+) -> Summary {
+    Summary {
         set: None,
         first_ts_ns: plan.first_ts.map_or(0, |t| t.0),
-        stats: par.stats,
+        stats,
         capture_warnings: plan
             .files
             .iter()
             .flat_map(|(m, _)| m.warnings.iter().cloned())
             .collect(),
         warnings,
-    };
-    Ok((assemble_listed(parts.listing.take(), &evidence), summary))
+    }
 }
 
 /// What `tcpdx diagnose` prints of `d`: its JSON document (`json`), every finding in full
