@@ -20,7 +20,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py=$venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check \
-    maturin pyarrow pytest pandas polars duckdb matplotlib tqdm ruff ray
+    maturin pyarrow pytest pandas polars duckdb matplotlib tqdm ruff "ray[client]"
 
 echo "python/test.sh: pip install ./python (profile $profile)"
 MATURIN_PEP517_ARGS="--profile $profile" \

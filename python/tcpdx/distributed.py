@@ -163,13 +163,19 @@ def parse_meta(text: str) -> dict:
 
 
 def connect(address: str) -> None:
-    """Joins (or starts, for ``local``) the Ray cluster at ``address``."""
+    """Joins (or starts, for ``local``) the Ray cluster at ``address``: ``auto`` is the one
+    ``RAY_ADDRESS`` names, else the latest ``ray start`` of this machine."""
     if ray.is_initialized():
         return
-    if address == "local":
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    else:
-        ray.init(address=address, log_to_driver=False)
+    try:
+        if address == "local":
+            # "local", not None: Ray would join a cluster `ray start` left on the machine.
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise TcpdxError(f"cannot join the Ray cluster at {address!r}: {first}") from None
 
 
 def default_partitions() -> int:
