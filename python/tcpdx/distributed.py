@@ -236,15 +236,29 @@ def export(
     partitions: int | None = None,
     shard_dir: str | None = None,
     options: dict | None = None,
+    flat: bool = False,
 ) -> str:
-    """What ``tcpdx export FILE -o OUT`` writes, for ``files`` read as one capture: stage 1
-    as Ray tasks, then one task replays the shards in capture order into the tables (one
-    analyzer: the segments table is in frame order). Their ``tcpdx.source`` names the files
-    as given. Returns the summary line tcpdx prints on stderr."""
+    """The tables ``tcpdx export FILE -o OUT`` writes, for ``files`` read as one capture:
+    stage 1 as Ray tasks, then one task replays the shards in capture order into the tables
+    (one analyzer: the segments table is in frame order). Their ``tcpdx.source`` names the
+    files as given. Written Hive-partitioned (:func:`hive_layout`), or as ``tcpdx export``
+    writes them if ``flat``. Returns the summary line tcpdx prints on stderr."""
     if not files:
         raise TcpdxError("no capture files given")
     if Path(out).exists() and not Path(out).is_dir():
         raise TcpdxError(f"{out}: exists and is not a directory")
+    if not flat:
+        with tempfile.TemporaryDirectory(prefix="tcpdx-tables-") as tables:
+            line = export(
+                files,
+                tables,
+                partitions=partitions,
+                shard_dir=shard_dir,
+                options=options,
+                flat=True,
+            )
+            hive_layout(tables, out)
+        return line.replace(f" to {Path(tables).resolve()}:", f" to {out} (hive: date, hour):")
     binary = None if native_stages() else tcpdx_binary()
     options = dict(options or {})
     n = partitions or default_partitions()
@@ -259,6 +273,101 @@ def export(
     finally:
         if own:
             shutil.rmtree(shards, ignore_errors=True)
+
+
+HIVE_KEYS = ("date", "hour")
+
+
+def hive_layout(tables: str, out: str) -> None:
+    """Rewrites the flat tables of ``tcpdx export`` in ``tables`` as Hive-partitioned
+    datasets, ``out/<table>/date=YYYY-MM-DD/hour=HH/part-0.parquet``: the UTC date and hour
+    a row's subject began (a segment's own time; a connection's first segment for the rows
+    of a connection: flows, transactions, time budget, rounds, findings; a finding's for
+    its evidence and episodes; the capture's first segment for capture-wide findings).
+    Time is what a query over days of traffic selects first ("what happened between 08:00
+    and 10:00"): DuckDB, Spark and Trino then read only those directories, and the rows of
+    a connection stay in the hour it began. The rows are those of the flat tables (the two
+    keys are in the paths, not in the files), in their order within each directory, with
+    the same key-value metadata; read a batch at a time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    src = Path(tables)
+    names = sorted(p.stem for p in src.glob("*.parquet"))
+    if "segments" not in names:
+        raise TcpdxError(f"{tables}: no segments.parquet to partition by")
+    # Each connection's first segment, and the capture's.
+    first: dict = {}
+    for batch in pq.ParquetFile(src / "segments.parquet").iter_batches(columns=["stream", "ts"]):
+        mins = pa.Table.from_batches([batch]).group_by("stream").aggregate([("ts", "min")])
+        for st, t in zip(mins["stream"].to_pylist(), mins["ts_min"].cast(pa.int64()).to_pylist()):
+            if t < first.get(st, t + 1):
+                first[st] = t
+    start = min(first.values()) if first else 0
+    finding_start: dict = {}
+
+    def begun(streams) -> pa.Array:
+        return pa.array([start if x is None else first.get(x, start) for x in streams], pa.int64())
+
+    keys = pa.schema([("date", pa.string()), ("hour", pa.string())])
+
+    def keyed(batch: pa.RecordBatch, when: pa.Array) -> pa.RecordBatch:
+        at = pc.cast(when, pa.timestamp("ns", tz="UTC"))
+        cols = batch.columns + [pc.strftime(at, "%Y-%m-%d"), pc.strftime(at, "%H")]
+        schema = batch.schema
+        for f in keys:
+            schema = schema.append(f)
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    # Findings before evidence and episodes, which take their findings' times.
+    order = sorted(names, key=lambda n: (n not in ("segments", "findings"), n))
+    for name in order:
+        f = pq.ParquetFile(src / f"{name}.parquet")
+        schema = f.schema_arrow
+
+        def batches(f=f, name=name, schema=schema):
+            for batch in f.iter_batches():
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+                if name == "segments":
+                    when = batch.column("ts").cast(pa.int64())
+                elif "stream" in schema.names:
+                    when = begun(batch.column("stream").to_pylist())
+                    if name == "findings":
+                        ids = batch.column("finding_id").to_pylist()
+                        finding_start.update(zip(ids, when.to_pylist()))
+                elif "finding_id" in schema.names:
+                    ids = batch.column("finding_id").to_pylist()
+                    when = pa.array([finding_start.get(i, start) for i in ids], pa.int64())
+                else:
+                    when = pa.array([start] * batch.num_rows, pa.int64())
+                yield keyed(batch, when)
+
+        full = schema
+        for k in keys:
+            full = full.append(k)
+        if f.metadata.num_rows == 0:
+            # A table with no rows is still written (schema only), as the flat export
+            # writes it: in the capture's first hour.
+            at = pc.cast(pa.array([start], pa.int64()), pa.timestamp("ns", tz="UTC"))
+            d = pc.strftime(at, "%Y-%m-%d")[0].as_py()
+            h = pc.strftime(at, "%H")[0].as_py()
+            where = Path(out) / name / f"date={d}" / f"hour={h}"
+            where.mkdir(parents=True, exist_ok=True)
+            pq.write_table(schema.empty_table(), where / "part-0.parquet", compression="zstd")
+            continue
+        ds.write_dataset(
+            batches(),
+            Path(out) / name,
+            schema=full,
+            format="parquet",
+            partitioning=ds.partitioning(keys, flavor="hive"),
+            basename_template="part-{i}.parquet",
+            existing_data_behavior="delete_matching",
+            preserve_order=True,
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
+        )
 
 
 def analysis_options(a: argparse.Namespace) -> dict:
@@ -305,6 +414,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--all", action="store_true")
         else:
             p.add_argument("-o", "--output", required=True)
+            p.add_argument(
+                "--flat",
+                action="store_true",
+                help="DIR/NAME.parquet as tcpdx export writes them (default: Hive-"
+                "partitioned, DIR/NAME/date=YYYY-MM-DD/hour=HH/part-0.parquet)",
+            )
     a = ap.parse_args(argv)
     try:
         options = analysis_options(a)
@@ -328,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                     partitions=a.partitions,
                     shard_dir=a.shard_dir,
                     options=options,
+                    flat=a.flat,
                 )
             )
     except (TcpdxError, ray.exceptions.RayTaskError) as e:

@@ -132,7 +132,7 @@ def test_export_writes_the_tables_of_tcpdx_export(capsys, tmp_path):
     want_dir, got_dir = tmp_path / "want", tmp_path / "got"
     r = tcpdx("export", f, "-o", str(want_dir))
     assert r.returncode == 0, r.stderr
-    code, _, err = ray_cli(capsys, "export", "--address", "local", f, "-o", str(got_dir))
+    code, _, err = ray_cli(capsys, "export", "--address", "local", "--flat", f, "-o", str(got_dir))
     assert code == 0, err
     want = sorted(p.name for p in want_dir.iterdir())
     assert want and sorted(p.name for p in got_dir.iterdir()) == want
@@ -188,7 +188,16 @@ def test_export_of_a_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
     r = tcpdx("export", str(whole), "-o", str(want_dir))
     assert r.returncode == 0, r.stderr
     code, _, err = ray_cli(
-        capsys, "export", "--address", "local", "--partitions", "3", *files, "-o", str(got_dir)
+        capsys,
+        "export",
+        "--address",
+        "local",
+        "--flat",
+        "--partitions",
+        "3",
+        *files,
+        "-o",
+        str(got_dir),
     )
     assert code == 0, err
     assert err.startswith(f"tcpdx: wrote {len(list(want_dir.iterdir()))} tables to ")
@@ -201,3 +210,74 @@ def test_export_of_a_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
         source = pq.read_metadata(got_dir / name).metadata[b"tcpdx.source"].decode()
         assert source == " ".join(files)
     assert pq.read_table(got_dir / "segments.parquet").num_rows > 1000
+
+
+TABLES = [
+    "segments",
+    "flows",
+    "transactions",
+    "findings",
+    "evidence",
+    "episodes",
+    "time_budget",
+    "rounds",
+]
+
+
+def test_export_is_hive_partitioned_by_date_and_hour(capsys, tmp_path):
+    import duckdb
+
+    # A ring buffer whose last files come an hour later (as `tcpdump -G` files after a
+    # pause): its rows fall in two hours.
+    files = ring(LAB / "case003_nfs_write_stall" / "server.pcap.gz", tmp_path, 600)
+    late = []
+    for f in files[len(files) // 2 :]:
+        shifted = f.replace(".pcap", "_late.pcap")
+        subprocess.run(["editcap", "-t", "3600", f, shifted], check=True)
+        late.append(shifted)
+    files = files[: len(files) // 2] + late
+    merged = tmp_path / "merged.pcap"
+    subprocess.run(["mergecap", "-F", "pcap", "-a", "-w", str(merged), *files], check=True)
+    want_dir, got_dir = tmp_path / "want", tmp_path / "got"
+    r = tcpdx("export", str(merged), "-o", str(want_dir))
+    assert r.returncode == 0, r.stderr
+    code, _, err = ray_cli(capsys, "export", "--address", "local", *files, "-o", str(got_dir))
+    assert code == 0, err
+    assert "(hive: date, hour)" in err
+    con = duckdb.connect()
+    for name in TABLES:
+        parts = sorted(p.relative_to(got_dir / name) for p in (got_dir / name).rglob("*.parquet"))
+        assert parts and all(str(p).startswith("date=") for p in parts), (name, parts)
+        got = con.sql(
+            f"select * exclude (date, hour) from read_parquet('{got_dir}/{name}/**/*.parquet', "
+            "hive_partitioning = true)"
+        )
+        want = con.sql(f"select * from read_parquet('{want_dir}/{name}.parquet')")
+        assert got.columns == want.columns, name
+        assert sorted(map(repr, got.fetchall())) == sorted(map(repr, want.fetchall())), name
+    # Two hours; each segment in the hour of its own time, each flow in its first segment's.
+    hours = con.sql(
+        f"select distinct hour from read_parquet('{got_dir}/segments/**/*.parquet', "
+        "hive_partitioning = true)"
+    ).fetchall()
+    assert len(hours) == 2, hours
+    wrong = con.sql(
+        f"select count(*) from read_parquet('{got_dir}/segments/**/*.parquet', "
+        "hive_partitioning = true) where hour <> hour(ts at time zone 'UTC') "
+        "or date <> cast(ts at time zone 'UTC' as date)"
+    ).fetchall()[0][0]
+    assert wrong == 0
+    misplaced = con.sql(
+        f"""select count(*) from read_parquet('{got_dir}/flows/**/*.parquet',
+                hive_partitioning = true) f
+            join (select stream, min(ts) as t from read_parquet('{want_dir}/segments.parquet')
+                  group by 1) s using (stream)
+            where f.hour <> hour(s.t at time zone 'UTC')"""
+    ).fetchall()[0][0]
+    assert misplaced == 0
+    # A query that selects one hour reads that hour's rows only.
+    one = con.sql(
+        f"select count(*) from read_parquet('{got_dir}/segments/**/*.parquet', "
+        f"hive_partitioning = true) where hour = {hours[0][0]}"
+    ).fetchall()[0][0]
+    assert 0 < one < con.sql(f"select count(*) from '{want_dir}/segments.parquet'").fetchall()[0][0]
