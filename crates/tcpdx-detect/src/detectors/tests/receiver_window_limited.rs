@@ -75,3 +75,49 @@ fn a_window_just_inside_the_share_of_its_largest_is_not_priced_as_closed() {
     let f = find(&d, K::ReceiverWindowLimited);
     assert!(f.cost.seconds > 0.0, "{f:#?}");
 }
+
+/// A receiver window of `segs` segments from the handshake on (a fixed buffer, no window
+/// scaling), filled every round trip; each round trip's ACK comes after the given delay.
+fn window_pinned(segs: u32, round_ms: &[f64]) -> Script {
+    let mut t = Script::new();
+    t.window(Dir::S2C, segs * MSS);
+    t.handshake();
+    t.at_ms(20);
+    for &ms in round_ms {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, segs, MSS);
+        t.after_ms(ms).server_acks(AUTO);
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    t
+}
+
+#[test]
+fn a_window_pinned_from_the_start_costs_its_slower_round_trips() {
+    // The window never grew or shrank and no round ran free of it: the path carried the
+    // window in 10 ms, and each round trip at the same window that took 20 ms lost 10 ms.
+    let rounds = [10.0, 20.0, 10.0, 20.0, 10.0, 20.0, 10.0, 20.0, 10.0, 20.0];
+    let d = diagnose(&window_pinned(20, &rounds));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.severity >= Severity::Major, "{f:#?}");
+    assert!(
+        (f.cost.seconds - 0.050).abs() < 0.002,
+        "{} vs 0.050",
+        f.cost.seconds
+    );
+}
+
+#[test]
+fn a_window_pinned_at_a_steady_round_trip_shows_no_room_above_it() {
+    // Every round trip as fast as the fastest: nothing says the path could carry more.
+    let d = diagnose(&window_pinned(20, &[10.0; 10]));
+    if let Some(f) = d
+        .findings
+        .iter()
+        .find(|f| f.kind == K::ReceiverWindowLimited)
+    {
+        assert!(f.severity < Severity::Minor, "{f:#?}");
+    }
+}
