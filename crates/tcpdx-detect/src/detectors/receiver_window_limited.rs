@@ -1,11 +1,15 @@
 //! `receiver-window-limited`: the receiver cannot or will not accept more. Zero windows
 //! (the application stopped reading), and round trips in which the sender filled the
-//! advertised window (a buffer smaller than the bandwidth-delay product, a slow reader).
+//! advertised window (a buffer smaller than the bandwidth-delay product, a slow reader):
+//! next to the sender a segment fills it; from the receiver's side or the middle a window's
+//! worth of data arrives per round trip.
 //! See: ../shared/cases/002_*.txt, 003_*.txt.
 
 use super::{ConnContext, ms, rate};
 use crate::budget::State;
 use crate::finding::{Finding, FindingKind};
+use crate::infer::Round;
+use crate::infer::limit::{Limit, RoundLimit, Vantage};
 
 /// Share of the main sender's round trips that must be window-full for a finding without
 /// zero windows (tcpdx choice: a window that is full now and then is normal flow control).
@@ -17,24 +21,50 @@ pub const RWND_MIN_ROUND_SHARE: f64 = 0.2;
 /// normal start of a transfer, not a receiver problem).
 pub const AT_MAX_WINDOW_SHARE: f64 = 0.9;
 
+/// Windows of data a round seen from the receiver's side can hold: it ends at the first
+/// ACK half a round trip after it opened, so it can take in the window sent in one round
+/// trip and the next one's arriving at its end. More than this per round trip means the
+/// round trip it is measured with is not the path's (a handshake delayed on its way), and
+/// says nothing about the window.
+pub const MAX_WINDOWS_PER_ROUND: u64 = 2;
+
+/// Whether the receiver's window held round `r` (its limit `l`, seen from `vantage`, of a
+/// sender of `mss`-byte segments). Next to the sender a segment filled the window the
+/// capture saw. From the receiver's side or the middle the sender's flight is not visible
+/// (the receiver acknowledges data as it arrives): the window held the round when the data
+/// arriving per round trip came within a segment of it, as a segment next to the sender
+/// fills it, and no more than [`MAX_WINDOWS_PER_ROUND`] windows arrived.
+fn at_window(r: &Round, l: &RoundLimit, vantage: Vantage, mss: u64) -> bool {
+    l.limit == Limit::ReceiverWindow
+        || (vantage == Vantage::Receiver
+            && !r.in_recovery
+            && r.rcv_window > 0
+            && l.flight_bytes + mss > r.rcv_window
+            && l.flight_bytes <= MAX_WINDOWS_PER_ROUND * r.rcv_window)
+}
+
 /// Round trips limited by a window the receiver no longer grows, each with the largest
 /// window advertised before it: the window at its largest (autotuning done), or closed
 /// below what it was before (autotuning never shrinks a window: the application stopped
 /// reading, a slow reader's window opens and closes).
-fn stuck(s: &crate::infer::SenderState) -> impl Iterator<Item = (crate::infer::Round, u64)> + '_ {
+fn stuck<'a>(cx: &ConnContext<'a>) -> impl Iterator<Item = (Round, u64)> + 'a {
+    let s = cx.sender();
     let cap = s.max_rcv_window as f64 * AT_MAX_WINDOW_SHARE;
-    s.rounds
-        .iter()
-        .scan(0u64, |before, r| {
+    let vantage = cx.conn.vantage(cx.dir);
+    let mss = u64::from(if s.largest > 0 { s.largest } else { s.mss }.max(1));
+    cx.conn
+        .round_limits(cx.dir)
+        .scan(0u64, |before, (r, l)| {
             let prev = *before;
             *before = prev.max(r.rcv_window);
-            Some((r, prev))
+            Some((r, l, prev))
         })
-        .filter(move |(r, before)| {
-            r.rwnd_limited
+        .filter(move |(r, l, before)| {
+            at_window(r, l, vantage, mss)
                 && !r.in_recovery
                 && (r.rcv_window as f64 >= cap || shrunk(r.rcv_window, *before))
         })
+        .map(|(r, _, before)| (r, before))
 }
 
 /// The window is below what the receiver advertised before.
@@ -43,7 +73,7 @@ fn shrunk(window: u64, before: u64) -> bool {
 }
 
 /// The pace of a round the window held (bits/s): a window per round trip.
-fn window_pace_bps(r: &crate::infer::Round) -> f64 {
+fn window_pace_bps(r: &Round) -> f64 {
     let d = r.duration();
     if d <= 0 {
         0.0
@@ -62,7 +92,7 @@ fn window_pace_bps(r: &crate::infer::Round) -> f64 {
 ///
 /// [`RATE_MIN_PKTS`]: crate::infer::sender::RATE_MIN_PKTS
 /// [`RATE_MIN_RTT_SHARE`]: crate::infer::sender::RATE_MIN_RTT_SHARE
-fn window_ceiling_bps(rounds: impl Iterator<Item = crate::infer::Round>, base_rtt: i64) -> f64 {
+fn window_ceiling_bps(rounds: impl Iterator<Item = Round>, base_rtt: i64) -> f64 {
     let min_dur = (base_rtt as f64 * crate::infer::sender::RATE_MIN_RTT_SHARE) as i64;
     rounds
         .filter(|r| {
@@ -76,7 +106,7 @@ fn window_ceiling_bps(rounds: impl Iterator<Item = crate::infer::Round>, base_rt
 /// window did not limit (`free_bps`, 0 none), against the fastest round trip at the window
 /// (`window_bps`, its pace compared with this round's), or, if the window had shrunk from
 /// `before`, against that larger window at the round's pace (the path carried it before).
-fn round_cost_s(r: &crate::infer::Round, before: u64, free_bps: f64, window_bps: f64) -> f64 {
+fn round_cost_s(r: &Round, before: u64, free_bps: f64, window_bps: f64) -> f64 {
     let rate = r.delivery_bps();
     let reopened = if r.rcv_window > 0 && shrunk(r.rcv_window, before) {
         rate * before as f64 / r.rcv_window as f64
@@ -100,15 +130,19 @@ fn round_cost_s(r: &crate::infer::Round, before: u64, free_bps: f64, window_bps:
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let s = cx.sender();
     let zw_ns: i64 = s.zero_windows.iter().map(|z| z.end - z.start).sum();
-    let limited = stuck(s).count();
+    let limited = stuck(cx).count();
     let share = limited as f64 / s.rounds.len().max(1) as f64;
     if s.zero_windows.is_empty() && (limited == 0 || share < RWND_MIN_ROUND_SHARE) {
         return Vec::new();
     }
     // Zero windows are pure stall; a full window costs what the path could have added.
-    let free_bps = s
-        .rounds
-        .iter()
+    let vantage = cx.conn.vantage(cx.dir);
+    let mss = u64::from(if s.largest > 0 { s.largest } else { s.mss }.max(1));
+    let free_bps = cx
+        .conn
+        .round_limits(cx.dir)
+        .filter(|(r, l)| !at_window(r, l, vantage, mss))
+        .map(|(r, _)| r)
         .filter(|r| {
             !r.rwnd_limited
                 && !r.in_recovery
@@ -122,8 +156,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         Some(d) if cx.capture_near_sender() && d > 0 => d,
         _ => cx.rtt,
     };
-    let window_bps = window_ceiling_bps(stuck(s).map(|(r, _)| r), base_rtt);
-    let rwnd_cost: f64 = stuck(s)
+    let window_bps = window_ceiling_bps(stuck(cx).map(|(r, _)| r), base_rtt);
+    let rwnd_cost: f64 = stuck(cx)
         .map(|(r, before)| round_cost_s(&r, before, free_bps, window_bps))
         .sum();
     let zw_s = cx.budget_s(State::ZeroWindow);
@@ -229,7 +263,7 @@ mod tests {
     }
 
     /// A window-limited round of `ms` milliseconds with `pkts` segments under a 64 kB window.
-    fn at_window(ms: i64, pkts: u32) -> Round {
+    fn held_round(ms: i64, pkts: u32) -> Round {
         Round {
             start: 0,
             end: ms * 1_000_000,
@@ -252,7 +286,7 @@ mod tests {
         let pkts = crate::infer::sender::RATE_MIN_PKTS;
         // Rounded to a bit/s: the pace is a window over a duration in ns.
         let ceiling = |ms: i64, pkts: u32| {
-            window_ceiling_bps([at_window(20, 44), at_window(ms, pkts)].into_iter(), base).round()
+            window_ceiling_bps([held_round(20, 44), held_round(ms, pkts)].into_iter(), base).round()
         };
         let pace = |ms: f64| (64_000.0 * 8.0 / (ms / 1e3)).round();
         // Below the share of the round trip: an ACK-timing artefact, the 20 ms round counts.
@@ -263,26 +297,91 @@ mod tests {
         // Too few segments to measure a pace.
         assert_eq!(ceiling(min_ms, pkts - 1), pace(20.0));
         // No round trip known: no ceiling.
-        assert_eq!(window_ceiling_bps([at_window(20, 44)].into_iter(), 0), 0.0);
+        assert_eq!(window_ceiling_bps([held_round(20, 44)].into_iter(), 0), 0.0);
     }
 
     #[test]
     fn a_round_at_the_window_that_took_longer_than_the_fastest_lost_the_difference() {
         let fastest = 64_000.0 * 8.0 / 0.010;
         // 25 ms where the same window once took 10 ms: 15 ms lost.
-        let c = round_cost_s(&at_window(25, 44), 64_000, 0.0, fastest);
+        let c = round_cost_s(&held_round(25, 44), 64_000, 0.0, fastest);
         assert!((c - 0.015).abs() < 1e-9, "{c}");
         // The fastest round itself, or one as fast, lost nothing.
-        assert_eq!(round_cost_s(&at_window(10, 44), 64_000, 0.0, fastest), 0.0);
-        assert_eq!(round_cost_s(&at_window(9, 44), 64_000, 0.0, fastest), 0.0);
+        assert_eq!(round_cost_s(&held_round(10, 44), 64_000, 0.0, fastest), 0.0);
+        assert_eq!(round_cost_s(&held_round(9, 44), 64_000, 0.0, fastest), 0.0);
         // The larger of the two ceilings holds: a free round at 4 times the rate.
         let c = round_cost_s(
-            &at_window(25, 44),
+            &held_round(25, 44),
             64_000,
             4.0 * 64_000.0 * 8.0 / 0.025,
             fastest,
         );
         assert!((c - 0.025 * 0.75).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn from_the_receiver_data_per_round_trip_within_a_segment_of_the_window_is_at_it() {
+        let r = Round {
+            rcv_window: 64_000,
+            ..Round::default()
+        };
+        let l = |flight: u64, limit: Limit| RoundLimit {
+            limit,
+            flight_bytes: flight,
+            cwnd_est: None,
+        };
+        let mss = 1_000;
+        // A segment short of the window is at it; one more byte short is not.
+        assert!(at_window(
+            &r,
+            &l(63_001, Limit::Cwnd),
+            Vantage::Receiver,
+            mss
+        ));
+        assert!(!at_window(
+            &r,
+            &l(63_000, Limit::Cwnd),
+            Vantage::Receiver,
+            mss
+        ));
+        assert!(at_window(
+            &r,
+            &l(64_000, Limit::Cwnd),
+            Vantage::Receiver,
+            mss
+        ));
+        // Next to the sender the flight is seen: only a segment that filled the window
+        // (the round's limit) counts.
+        assert!(!at_window(
+            &r,
+            &l(64_000, Limit::Cwnd),
+            Vantage::Sender,
+            mss
+        ));
+        assert!(at_window(
+            &r,
+            &l(0, Limit::ReceiverWindow),
+            Vantage::Sender,
+            mss
+        ));
+        // Loss recovery, or no window known: not the window's.
+        let rec = Round {
+            in_recovery: true,
+            ..r
+        };
+        assert!(!at_window(
+            &rec,
+            &l(64_000, Limit::Cwnd),
+            Vantage::Receiver,
+            mss
+        ));
+        let none = Round::default();
+        assert!(!at_window(
+            &none,
+            &l(64_000, Limit::Cwnd),
+            Vantage::Receiver,
+            mss
+        ));
     }
 
     #[test]

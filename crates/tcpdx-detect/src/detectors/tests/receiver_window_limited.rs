@@ -121,3 +121,43 @@ fn a_window_pinned_at_a_steady_round_trip_shows_no_room_above_it() {
         assert!(f.severity < Severity::Minor, "{f:#?}");
     }
 }
+
+/// The server sends, the capture is next to the client (the receiver): a window of
+/// `window` segments from the handshake on, bursts of `burst` segments acknowledged as they
+/// arrive, each followed by the given gap.
+fn bursts_at_receiver(window: u32, burst: u32, gaps_ms: &[f64]) -> Script {
+    let mut t = Script::new();
+    t.window(Dir::C2S, window * MSS);
+    t.handshake();
+    t.at_ms(20);
+    for &ms in gaps_ms {
+        let seq = t.next_seq(Dir::S2C);
+        t.burst(Dir::S2C, seq, burst, MSS);
+        t.after_ms(0.1).acks(Dir::C2S, AUTO);
+        t.after_ms(ms - 0.1);
+    }
+    t.after_ms(1).fin(Dir::S2C);
+    t.after_ms(0.1).fin(Dir::C2S);
+    t.after_ms(10).acks(Dir::S2C, AUTO);
+    t
+}
+
+#[test]
+fn from_the_receiver_a_window_arriving_whole_every_round_trip_limits_the_sender() {
+    // Next to the receiver the flight is not visible (every segment is acknowledged as it
+    // arrives); a whole window arriving every round trip is the window holding the
+    // sender, and round trips at it that took twice as long lost half their time.
+    let gaps = [10.0, 10.0, 20.0, 20.0].repeat(4);
+    let d = diagnose(&bursts_at_receiver(20, 20, &gaps));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.severity >= Severity::Minor, "{f:#?}");
+    // A third of the window per round trip is the sender's own pace, not the window's.
+    let d = diagnose(&bursts_at_receiver(60, 20, &gaps));
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.kind != K::ReceiverWindowLimited || f.severity < Severity::Minor),
+        "{:#?}",
+        d.findings
+    );
+}
