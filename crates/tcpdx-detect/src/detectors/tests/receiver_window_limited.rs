@@ -75,3 +75,89 @@ fn a_window_just_inside_the_share_of_its_largest_is_not_priced_as_closed() {
     let f = find(&d, K::ReceiverWindowLimited);
     assert!(f.cost.seconds > 0.0, "{f:#?}");
 }
+
+/// A receiver window of `segs` segments from the handshake on (a fixed buffer, no window
+/// scaling), filled every round trip; each round trip's ACK comes after the given delay.
+fn window_pinned(segs: u32, round_ms: &[f64]) -> Script {
+    let mut t = Script::new();
+    t.window(Dir::S2C, segs * MSS);
+    t.handshake();
+    t.at_ms(20);
+    for &ms in round_ms {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, segs, MSS);
+        t.after_ms(ms).server_acks(AUTO);
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    t
+}
+
+#[test]
+fn a_window_pinned_from_the_start_costs_its_slower_round_trips() {
+    // The window never grew or shrank and no round ran free of it: the path carried the
+    // window in 10 ms, and each round trip at the same window that took 20 ms lost 10 ms.
+    let rounds = [10.0, 20.0, 10.0, 20.0, 10.0, 20.0, 10.0, 20.0, 10.0, 20.0];
+    let d = diagnose(&window_pinned(20, &rounds));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.severity >= Severity::Major, "{f:#?}");
+    assert!(
+        (f.cost.seconds - 0.050).abs() < 0.002,
+        "{} vs 0.050",
+        f.cost.seconds
+    );
+}
+
+#[test]
+fn a_window_pinned_at_a_steady_round_trip_shows_no_room_above_it() {
+    // Every round trip as fast as the fastest: nothing says the path could carry more.
+    let d = diagnose(&window_pinned(20, &[10.0; 10]));
+    if let Some(f) = d
+        .findings
+        .iter()
+        .find(|f| f.kind == K::ReceiverWindowLimited)
+    {
+        assert!(f.severity < Severity::Minor, "{f:#?}");
+    }
+}
+
+/// The server sends, the capture is next to the client (the receiver): a window of
+/// `window` segments from the handshake on, bursts of `burst` segments acknowledged as they
+/// arrive, each followed by the given gap.
+fn bursts_at_receiver(window: u32, burst: u32, gaps_ms: &[f64]) -> Script {
+    let mut t = Script::new();
+    t.window(Dir::C2S, window * MSS);
+    t.handshake();
+    t.at_ms(20);
+    for &ms in gaps_ms {
+        let seq = t.next_seq(Dir::S2C);
+        t.burst(Dir::S2C, seq, burst, MSS);
+        t.after_ms(0.1).acks(Dir::C2S, AUTO);
+        t.after_ms(ms - 0.1);
+    }
+    t.after_ms(1).fin(Dir::S2C);
+    t.after_ms(0.1).fin(Dir::C2S);
+    t.after_ms(10).acks(Dir::S2C, AUTO);
+    t
+}
+
+#[test]
+fn from_the_receiver_a_window_arriving_whole_every_round_trip_limits_the_sender() {
+    // Next to the receiver the flight is not visible (every segment is acknowledged as it
+    // arrives); a whole window arriving every round trip is the window holding the
+    // sender, and round trips at it that took twice as long lost half their time.
+    let gaps = [10.0, 10.0, 20.0, 20.0].repeat(4);
+    let d = diagnose(&bursts_at_receiver(20, 20, &gaps));
+    let f = find(&d, K::ReceiverWindowLimited);
+    assert!(f.severity >= Severity::Minor, "{f:#?}");
+    // A third of the window per round trip is the sender's own pace, not the window's.
+    let d = diagnose(&bursts_at_receiver(60, 20, &gaps));
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.kind != K::ReceiverWindowLimited || f.severity < Severity::Minor),
+        "{:#?}",
+        d.findings
+    );
+}
