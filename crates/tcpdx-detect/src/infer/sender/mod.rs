@@ -46,7 +46,7 @@ pub use timeout::{
 };
 pub use zero_window::ZeroWindow;
 
-use delay::{Lone, NagleCandidate};
+use delay::{HeldAck, Lone, NagleCandidate};
 use round::RoundAcc;
 use timeout::SilentRestart;
 
@@ -112,6 +112,9 @@ pub struct SenderState {
     lone: Option<Lone>,
     zw: Option<Box<ZeroWindow>>,
     nagle_candidate: Option<Box<NagleCandidate>>,
+    /// A held ACK of a lone segment in recovery, until the sender's next segment shows
+    /// whether it waited for it.
+    delack_pending: Option<Box<HeldAck>>,
     silent_restart: Option<Box<SilentRestart>>,
     rto_open: Option<Box<RtoStall>>,
     round: RoundAcc,
@@ -354,7 +357,7 @@ impl SenderState {
                 self.acked_pkts += (ack - self.snd_una).div_ceil(u64::from(self.mss));
             }
             self.snd_una = ack;
-            self.close_rto();
+            self.close_rto(ts);
         }
         self.track_episode(a, d);
         self.close_round(a, path_rtt);
@@ -394,6 +397,7 @@ impl SenderState {
         if let Some(r) = self.rto_open.take() {
             self.rtos.push_capped(*r, MAX_EPISODES);
         }
+        self.finish_delack();
         self.finish_zero_window(last_ts);
     }
 }
