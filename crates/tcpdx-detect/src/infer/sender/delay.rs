@@ -423,6 +423,47 @@ mod tests {
         }
     }
 
+    /// A sender with a 1 ms TSval clock (150 segments 1 ms apart, next to the capture), a
+    /// fast recovery, then a lone segment whose ACK comes back 35 ms later and the next
+    /// segment at once, stamped `ticks` after the lone one.
+    fn answered_by_the_clock(ticks: u32) -> Feed {
+        let mut f = Feed::new(10 * MS);
+        f.s.downstream_rtt_min = Some(10 * MS);
+        for i in 0..150u32 {
+            f.s.data_tsval = Some(1000 + i);
+            f.data(T0 + i64::from(i) * MS, 1 + u64::from(i) * 1000, MSS, 0);
+        }
+        let t = T0 + 150 * MS;
+        f.ack(t, 148_001);
+        f.dupack(t + 100_000, 148_001, 1, &[(149_001, 150_001)]);
+        f.s.data_tsval = Some(1150);
+        f.data(t + 200_000, 148_001, MSS, F::FAST_RETRANSMISSION);
+        f.ack(t + 10 * MS, 150_001);
+        f.s.data_tsval = Some(1160);
+        let lone_ts = t + 10 * MS + 100_000;
+        f.data(lone_ts, 150_001, MSS, 0);
+        f.ack(lone_ts + 35 * MS, 151_001);
+        f.s.data_tsval = Some(1160 + ticks);
+        f.data(lone_ts + 35 * MS, 151_001, MSS, 0);
+        f
+    }
+
+    /// By its clock, the sender sent its next segment (a tick more, to be safe) sooner after
+    /// the lone one than the ACK took to come back to the capture: that segment was held on
+    /// the way and the sender never waited for the ACK (lab seed 3060: 24 ticks, the ACK 28.7
+    /// ms). With the clock at 160.1 ms per 160 ticks, 34 ticks and one more exceed 35 ms.
+    #[test]
+    fn a_segment_the_sender_sent_before_the_ack_came_back_answers_nothing() {
+        for (ticks, pauses) in [(33, 0), (34, 1), (35, 1)] {
+            let f = answered_by_the_clock(ticks);
+            assert_eq!(
+                f.s.delack.len(),
+                pauses,
+                "{ticks} ticks after the lone segment"
+            );
+        }
+    }
+
     /// The transfer's last segment: the sender sends nothing after its held ACK (a FIN at
     /// most), and the hold delayed the end of the transfer.
     #[test]

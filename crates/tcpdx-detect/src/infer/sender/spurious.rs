@@ -199,6 +199,15 @@ impl SenderState {
             .is_some_and(|(v, m)| (m.wrapping_sub(v) as i32) > 0)
     }
 
+    /// True if the data segment being recorded carries a TSval newer than `tsval`: a
+    /// segment filling a hole stamped after the segment that showed the hole was sent after
+    /// it, so it is no original (sent before it) but a retransmission.
+    pub(super) fn stamped_after(&self, tsval: Option<u32>) -> bool {
+        self.data_tsval
+            .zip(tsval)
+            .is_some_and(|(v, m)| (v.wrapping_sub(m) as i32) > 0)
+    }
+
     /// True if the data segment being recorded carries a TSval newer than every one this
     /// side sent before.
     pub(super) fn stamped_after_latest(&self) -> bool {
