@@ -75,13 +75,17 @@ pub(super) struct SilentRestart {
 }
 
 impl SenderState {
-    /// Whether the retransmission `a` follows a timeout: not a fast retransmission, after
-    /// [`rto_silence`] without a send or an ACK.
+    /// Whether the retransmission `a` follows a timeout: not a fast retransmission nor a
+    /// probe of the tail, after [`rto_silence`] without a send or an ACK.
     #[inline]
     pub(super) fn is_timeout(&self, a: &SegmentAnalysis, path_rtt: i64) -> bool {
         let silence = a.ts.0 - self.last_send.max(self.last_ack);
         let min = rto_silence(path_rtt);
+        // A timeout resends the oldest unacknowledged segment (RFC 6298 section 5.4); a
+        // tail-loss probe the newest (RFC 8985 section 7.3), to get SACKs for a fast repair.
+        let tail_probe = a.seq > self.snd_una && a.seq + u64::from(a.len) >= self.snd_nxt;
         !a.flags.has(F::FAST_RETRANSMISSION)
+            && !tail_probe
             && silence >= min
             && self
                 .sender_wait_ns()
@@ -309,6 +313,25 @@ mod tests {
             f.data(t, 1, MSS, F::RETRANSMISSION);
             f.ack(t + after, 2001);
             assert_eq!(f.s.rtos.len(), rtos, "ACK {after} ns after");
+        }
+    }
+
+    /// After the silence the sender resends the last of 4 segments in flight, the first
+    /// unacknowledged one or the last with the first acknowledged: the probe of the tail
+    /// (lab seed 2010: 108 ms after a full window, the kernel counted no timeout) is no
+    /// timeout; the oldest unacknowledged segment is.
+    #[test]
+    fn a_probe_of_the_tail_is_no_timeout() {
+        for (acked, resent, timeouts) in [(1, 3001, 0), (1, 1, 1), (3001, 3001, 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.burst(T0, 1, 4);
+            if acked > 1 {
+                f.ack(T0 + 10 * MS, acked);
+            }
+            f.data(T0 + 300 * MS, resent, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 310 * MS, 4001);
+            let why = format!("ACK {acked}, resent {resent}");
+            assert_eq!(f.s.rtos.len(), timeouts, "{why}");
         }
     }
 
