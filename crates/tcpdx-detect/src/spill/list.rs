@@ -224,6 +224,11 @@ impl<T: Record> SpillList<T> {
         self.tail.last_mut()
     }
 
+    /// The latest records, those still in memory (at least the last one), to change them.
+    pub fn latest_mut(&mut self) -> &mut [T] {
+        &mut self.tail
+    }
+
     /// Reads blob `i` back into `buf` (empty on a store error: the spill keeps it).
     fn load(&self, i: usize, buf: &mut Vec<u8>) {
         buf.clear();

@@ -72,3 +72,37 @@ fn no_delack_stall_when_the_receiver_acks_at_once() {
         f.explanation
     );
 }
+
+/// Case 000's episode, the sender's next segment `answer_ms` after the delayed ACK (the
+/// capture next to the sender). A sender waiting for that ACK answers it at once; one that
+/// sends later was held by something else (the receiver's window, its application: lab
+/// seeds 1113, 2092, 3060, 3061) and the hold was no stall of it.
+#[test]
+fn the_delayed_ack_stalls_the_sender_only_if_it_answers_at_once() {
+    for (answer_ms, episodes) in [(0.9, 1), (1.0, 1), (1.1, 0)] {
+        let mut t = Script::new();
+        t.handshake();
+        t.at_ms(20).client_burst(1, 5, MSS);
+        t.at_ms(30).server_acks(1449);
+        t.after_ms(0.01)
+            .server_acks(1449)
+            .sack(&[(2897, 7241)])
+            .times(3);
+        t.after_ms(0.1).client(SegSpec {
+            seq: 1449,
+            len: MSS,
+            ..C2S_DATA
+        });
+        t.after_ms(10).server_acks(7241);
+        t.after_ms(0.1).client_sends(AUTO, MSS); // the lone segment
+        t.after_ms(110).server_acks(AUTO); // its delayed ACK
+        t.after_ms(answer_ms).client_sends(AUTO, MSS);
+        t.after_ms(10).server_acks(AUTO);
+        let d = diagnose(&t);
+        let n = (d.findings.iter())
+            .filter(|f| f.kind == K::DelackSlowstartStall)
+            .map(|f| f.episodes)
+            .sum::<u32>();
+        assert_eq!(n, episodes, "answered {answer_ms} ms after the ACK");
+    }
+}

@@ -98,3 +98,24 @@ fn idle_time_then_a_small_upstream_loss_stays_idle_time() {
     );
     find(&d, K::ApplicationLimited);
 }
+
+/// A segment resent after a silence, then the ACK of everything `reply_ms` after the
+/// resend, on a 10 ms path captured next to the sender. Sooner than 0.8 of the round trip
+/// it cannot answer the resend: the receiver's late answer to the original ended the
+/// silence (lab seed 2054: an SMB request probed after 256 ms, the reply 12.6 ms later on a
+/// 24 ms path), and no timer cost anything.
+#[test]
+fn an_ack_too_early_to_answer_the_resend_ends_no_timeout() {
+    for (reply_ms, rtos) in [(7.9, 0), (8.0, 1), (8.1, 1)] {
+        let mut t = Script::new();
+        t.handshake();
+        t.at_ms(20).client_sends(1, MSS); // 4
+        t.after_ms(10).server_acks(AUTO); // 5: the round trip, 10 ms
+        t.at_ms(40).client_sends(1 + MSS, MSS); // 6
+        t.at_ms(340).client_sends(1 + MSS, MSS); // 7: resent after 300 ms
+        t.after_ms(reply_ms).server_acks(AUTO); // 8
+        let d = diagnose(&t);
+        let n = d.findings.iter().filter(|f| f.kind == K::RtoStall).count();
+        assert_eq!(n, rtos, "ACK {reply_ms} ms after the resend");
+    }
+}

@@ -99,6 +99,16 @@ pub(super) struct Lone {
     ts: i64,
     end: u64,
     in_recovery: bool,
+    tsval: Option<u32>,
+}
+
+/// A held ACK of a lone segment in recovery, until the sender's next segment shows whether
+/// the sender waited for it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HeldAck {
+    pause: DelackPause,
+    /// The lone segment's TSval (the sender's clock).
+    lone_tsval: Option<u32>,
 }
 
 impl SenderState {
@@ -107,6 +117,7 @@ impl SenderState {
     #[inline]
     pub(super) fn note_lone(&mut self, a: &SegmentAnalysis, end: u64, path_rtt: i64) {
         let ts = a.ts.0;
+        self.check_delack_release(a, path_rtt);
         self.segs_since_ack += 1;
         let after = (LONE_AFTER_RECOVERY_RTTS * path_rtt).max(DELACK_MIN_HOLD_NS);
         self.lone = (self.segs_since_ack == 1).then(|| Lone {
@@ -117,6 +128,7 @@ impl SenderState {
                 || self
                     .last_episode_end
                     .is_some_and(|e| ts - e <= after && ts >= e),
+            tsval: self.data_tsval,
         });
     }
 
@@ -172,26 +184,72 @@ impl SenderState {
         }
         if l.in_recovery && hold >= DELACK_MIN_HOLD_NS {
             let ep = self.episode.as_deref().or(self.episodes.last());
-            self.delack.push_capped(
-                DelackPause {
-                    start: l.ts,
-                    end: ts,
-                    hold,
-                    lone_frame: l.frame,
-                    ack_frame: a.frame.0,
-                    third_dupack_frame: ep.and_then(|e| e.third_dupack_frame),
-                    fast_retx_frame: ep.and_then(|e| e.fast_retx_frame),
-                    rto_frame: self
-                        .rto_open
-                        .as_deref()
-                        .copied()
-                        .or(self.rtos.last().copied())
-                        .and_then(|r| {
-                            (r.end <= l.ts && l.ts - r.end <= delay.max(1)).then_some(r.retx_frame)
-                        }),
-                },
-                MAX_EPISODES,
-            );
+            let rto_frame = (self.rto_open.as_deref().copied())
+                .or(self.rtos.last().copied())
+                .and_then(|r| {
+                    (r.end <= l.ts && l.ts - r.end <= delay.max(1)).then_some(r.retx_frame)
+                });
+            // During fast recovery an ACK beyond the lone segment answers one that filled a
+            // hole below data the receiver holds: it ACKs that at once (RFC 5681 section
+            // 4.2), so a late one was held on the way, not by its timer. (After a timeout
+            // the restart segment is the stall itself, whatever the receiver held.)
+            let filled_hole = ack > l.end && rto_frame.is_none();
+            if !filled_hole {
+                // A stall only if the sender waited for it: its next segment decides.
+                self.delack_pending = Some(Box::new(HeldAck {
+                    pause: DelackPause {
+                        start: l.ts,
+                        end: ts,
+                        hold,
+                        lone_frame: l.frame,
+                        ack_frame: a.frame.0,
+                        third_dupack_frame: ep.and_then(|e| e.third_dupack_frame),
+                        fast_retx_frame: ep.and_then(|e| e.fast_retx_frame),
+                        rto_frame,
+                    },
+                    lone_tsval: l.tsval,
+                }));
+            }
+        }
+    }
+
+    /// The data segment `a` after a held ACK of a lone segment in recovery: the hold was a
+    /// stall of the sender only if this segment answers that ACK at once (a sender held by
+    /// its window after recovery sends as soon as the ACK reaches it; one limited by the
+    /// receiver's window or its application sends later, whatever the ACK).
+    #[inline]
+    pub(super) fn check_delack_release(&mut self, a: &SegmentAnalysis, rtt: i64) {
+        // Nearly always nothing pending: kept inline, the rest out of line.
+        if let Some(h) = take_some(&mut self.delack_pending) {
+            self.decide_delack_release(*h, a, rtt);
+        }
+    }
+
+    /// End of the capture: a held ACK the sender sent no more data after (its FIN, or
+    /// nothing) delayed the end of the transfer; it counts.
+    pub(super) fn finish_delack(&mut self) {
+        if let Some(h) = take_some(&mut self.delack_pending) {
+            self.delack.push_capped(h.pause, MAX_EPISODES);
+        }
+    }
+
+    #[inline(never)]
+    fn decide_delack_release(&mut self, h: HeldAck, a: &SegmentAnalysis, rtt: i64) {
+        let p = h.pause;
+        // The same bound as a Nagle tail's release: the ACK's way from the capture to the
+        // sender and the answer's back.
+        let up = self.capture_to_sender_rtt_known(rtt.max(0));
+        let limit = NAGLE_RELEASE_MAX_RTTS * up.unwrap_or(rtt.max(0)) + NAGLE_RELEASE_SLACK_NS;
+        // By its own clock (a tick more, to be safe) the sender sent this segment sooner
+        // after the lone one than the ACK took to come back even to the capture: it did not
+        // wait for that ACK (the segment was held on the way).
+        let sent_before_ack = h
+            .lone_tsval
+            .zip(self.data_tsval)
+            .and_then(|(from, to)| self.sender_clock_ns(from, to, 1))
+            .is_some_and(|w| w < p.end - p.start);
+        if a.ts.0 - p.end <= limit && !sent_before_ack {
+            self.delack.push_capped(p, MAX_EPISODES);
         }
     }
 
@@ -287,34 +345,157 @@ impl SenderState {
 mod tests {
     use super::*;
     use crate::infer::sender::script::{Feed, MS, MSS, T0};
+    use crate::infer::sender::timeout::rto_silence as rto_silence_of;
     use tcpdx_core::AnalysisFlags as F;
 
-    /// A fast retransmission after a duplicate ACK, lone, its ACK held `hold` beyond the
-    /// path's 10 ms round trip. Returns the feed and the retransmission's frame.
-    fn held_in_recovery(hold: i64) -> (Feed, u64) {
+    /// A fast recovery on the path's 10 ms round trip, then a lone new segment whose ACK is
+    /// held `hold` beyond the round trip, and the sender's next segment `answer` after that
+    /// ACK (None: nothing more). Returns the feed, the fast retransmission's and the lone
+    /// segment's frames.
+    fn held_after_fast_recovery(hold: i64, answer: Option<i64>) -> (Feed, u64, u64) {
         let mut f = Feed::new(10 * MS);
         let end = f.burst(T0, 1, 3);
         f.dupack(T0 + 10 * MS, 1, 1, &[(1001, end)]);
         let t = T0 + 10 * MS + 100_000;
         let retx = f.data(t, 1, MSS, F::FAST_RETRANSMISSION);
-        f.ack(t + 10 * MS + hold, end);
-        (f, retx)
+        f.ack(t + 10 * MS, end);
+        let lone = f.data(t + 10 * MS + 100_000, end, MSS, 0);
+        let ack_ts = t + 20 * MS + 100_000 + hold;
+        f.ack(ack_ts, end + u64::from(MSS));
+        if let Some(gap) = answer {
+            f.data(ack_ts + gap, end + u64::from(MSS), MSS, 0);
+        }
+        (f, retx, lone)
     }
 
     #[test]
     fn a_lone_segment_in_recovery_held_20_ms_is_a_delayed_ack() {
         let at = DELACK_MIN_HOLD_NS;
         for (hold, pauses) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
-            let (f, retx) = held_in_recovery(hold);
+            let (f, retx, lone) = held_after_fast_recovery(hold, Some(0));
             assert_eq!(f.s.delack.len(), pauses, "hold {hold}");
-            assert_eq!(f.s.median_lone_ack_delay(), Some(10 * MS + hold));
             if let Some(p) = f.s.delack.last() {
                 assert_eq!(
                     (p.lone_frame, p.hold, p.fast_retx_frame),
-                    (retx, hold, Some(retx))
+                    (lone, hold, Some(retx))
                 );
                 assert_eq!((p.third_dupack_frame, p.rto_frame), (None, None));
             }
+        }
+    }
+
+    /// Without a view of the capture's place (no ACK delay measured), the sender's answer
+    /// may take three path round trips and the slack.
+    #[test]
+    fn the_sender_answers_the_held_ack_within_three_round_trips() {
+        let at = NAGLE_RELEASE_MAX_RTTS * 10 * MS + NAGLE_RELEASE_SLACK_NS;
+        for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+            let (f, _, _) = held_after_fast_recovery(25 * MS, Some(gap));
+            assert_eq!(
+                f.s.delack.len(),
+                pauses,
+                "next segment {gap} ns after the ACK"
+            );
+        }
+    }
+
+    /// Next to the sender (its ACKs a whole round trip away) a sender waiting for the ACK
+    /// answers it at once: a sender held by the receiver's window or its application (lab
+    /// seeds 1113, 2092, 3060) sends later, and its hold was no stall of the sender.
+    #[test]
+    fn next_to_the_sender_the_held_ack_is_answered_at_once() {
+        let at = NAGLE_RELEASE_SLACK_NS;
+        for (gap, pauses) in [(at - 1, 1), (at, 1), (at + 1, 0)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.downstream_rtt_min = Some(10 * MS);
+            let end = f.burst(T0, 1, 2);
+            f.data(T0 + 11 * MS, 1, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 21 * MS, end);
+            f.data(T0 + 21 * MS, end, MSS, 0);
+            let ack_ts = T0 + 31 * MS + 25 * MS;
+            f.ack(ack_ts, end + u64::from(MSS));
+            f.data(ack_ts + gap, end + u64::from(MSS), MSS, 0);
+            assert_eq!(
+                f.s.delack.len(),
+                pauses,
+                "next segment {gap} ns after the ACK"
+            );
+        }
+    }
+
+    /// A sender with a 1 ms TSval clock (150 segments 1 ms apart, next to the capture), a
+    /// fast recovery, then a lone segment whose ACK comes back 35 ms later and the next
+    /// segment at once, stamped `ticks` after the lone one.
+    fn answered_by_the_clock(ticks: u32) -> Feed {
+        let mut f = Feed::new(10 * MS);
+        f.s.downstream_rtt_min = Some(10 * MS);
+        for i in 0..150u32 {
+            f.s.data_tsval = Some(1000 + i);
+            f.data(T0 + i64::from(i) * MS, 1 + u64::from(i) * 1000, MSS, 0);
+        }
+        let t = T0 + 150 * MS;
+        f.ack(t, 148_001);
+        f.dupack(t + 100_000, 148_001, 1, &[(149_001, 150_001)]);
+        f.s.data_tsval = Some(1150);
+        f.data(t + 200_000, 148_001, MSS, F::FAST_RETRANSMISSION);
+        f.ack(t + 10 * MS, 150_001);
+        f.s.data_tsval = Some(1160);
+        let lone_ts = t + 10 * MS + 100_000;
+        f.data(lone_ts, 150_001, MSS, 0);
+        f.ack(lone_ts + 35 * MS, 151_001);
+        f.s.data_tsval = Some(1160 + ticks);
+        f.data(lone_ts + 35 * MS, 151_001, MSS, 0);
+        f
+    }
+
+    /// By its clock, the sender sent its next segment (a tick more, to be safe) sooner after
+    /// the lone one than the ACK took to come back to the capture: that segment was held on
+    /// the way and the sender never waited for the ACK (lab seed 3060: 24 ticks, the ACK 28.7
+    /// ms). With the clock at 160.1 ms per 160 ticks, 34 ticks and one more exceed 35 ms.
+    #[test]
+    fn a_segment_the_sender_sent_before_the_ack_came_back_answers_nothing() {
+        for (ticks, pauses) in [(33, 0), (34, 1), (35, 1)] {
+            let f = answered_by_the_clock(ticks);
+            assert_eq!(
+                f.s.delack.len(),
+                pauses,
+                "{ticks} ticks after the lone segment"
+            );
+        }
+    }
+
+    /// The transfer's last segment: the sender sends nothing after its held ACK (a FIN at
+    /// most), and the hold delayed the end of the transfer.
+    #[test]
+    fn a_held_ack_of_the_last_segment_counts_at_the_end() {
+        let (mut f, _, _) = held_after_fast_recovery(25 * MS, None);
+        assert!(f.s.delack.is_empty(), "undecided until the end");
+        f.s.finish(T0 + 200 * MS);
+        assert_eq!(f.s.delack.len(), 1);
+    }
+
+    /// During fast recovery, the lone fast retransmission fills a hole below data the
+    /// receiver holds (the ACK goes beyond it): the receiver ACKs that at once, so a late
+    /// ACK was held on the way (lab seed 25: the receiver's capture shows the ACK 20 us after
+    /// the segment). After a timeout the restart segment's held ACK is the stall.
+    #[test]
+    fn a_late_ack_of_a_repair_below_received_data_is_no_delayed_ack_in_fast_recovery() {
+        for (silence, pauses) in [(0, 0), (rto_silence_of(10 * MS), 1)] {
+            let mut f = Feed::new(10 * MS);
+            let end = f.burst(T0, 1, 3);
+            f.dupack(T0 + 10 * MS, 1, 1, &[(1001, end)]);
+            let t = T0 + 10 * MS + 100_000 + silence;
+            let flags = if silence > 0 {
+                F::RETRANSMISSION
+            } else {
+                F::FAST_RETRANSMISSION
+            };
+            f.data(t, 1, MSS, flags);
+            let ack_ts = t + 10 * MS + 25 * MS;
+            f.ack(ack_ts, end);
+            f.data(ack_ts, end, MSS, 0);
+            assert_eq!(f.s.delack.len(), pauses, "silence {silence}");
+            assert_eq!(f.s.rtos.len(), pauses, "silence {silence}");
         }
     }
 
@@ -345,7 +526,9 @@ mod tests {
         f.ack(end, 2001);
         assert_eq!(f.s.last_episode_end, Some(end));
         f.data(end + after, 2001, MSS, 0);
-        f.ack(end + after + rtt + 25 * MS, 3001);
+        let ack_ts = end + after + rtt + 25 * MS;
+        f.ack(ack_ts, 3001);
+        f.data(ack_ts, 3001, MSS, 0);
         f
     }
 

@@ -46,7 +46,7 @@ pub use timeout::{
 };
 pub use zero_window::ZeroWindow;
 
-use delay::{Lone, NagleCandidate};
+use delay::{HeldAck, Lone, NagleCandidate};
 use round::RoundAcc;
 use timeout::SilentRestart;
 
@@ -112,6 +112,9 @@ pub struct SenderState {
     lone: Option<Lone>,
     zw: Option<Box<ZeroWindow>>,
     nagle_candidate: Option<Box<NagleCandidate>>,
+    /// A held ACK of a lone segment in recovery, until the sender's next segment shows
+    /// whether it waited for it.
+    delack_pending: Option<Box<HeldAck>>,
     silent_restart: Option<Box<SilentRestart>>,
     rto_open: Option<Box<RtoStall>>,
     round: RoundAcc,
@@ -170,7 +173,9 @@ pub struct SenderState {
     /// The first few of those frames (capped at [`MAX_SAMPLE_FRAMES`]).
     pub window_full_frames: Vec<u64>,
     recent_retx: RecentRetx,
-    unseen: std::collections::VecDeque<(u64, u64)>,
+    /// The capture's holes in this side's data, each with the TSval of the segment that
+    /// showed it.
+    unseen: std::collections::VecDeque<(u64, u64, Option<u32>)>,
 }
 
 /// `o.take()`, reading only `o`'s tag when it is `None`: `take` copies the whole option
@@ -270,9 +275,14 @@ impl SenderState {
             if self.unseen.len() == MAX_UNSEEN {
                 self.unseen.pop_front();
             }
-            self.unseen.push_back((self.snd_nxt, seq));
+            self.unseen.push_back((self.snd_nxt, seq, self.data_tsval));
         }
-        let first_sighting = seq < self.snd_nxt && self.fill_hole(seq, end);
+        let filled = if seq < self.snd_nxt {
+            self.fill_hole(seq, end)
+        } else {
+            None
+        };
+        let first_sighting = filled.is_some();
         // Wireshark calls a resent segment "out of order" when it comes soon after the
         // previous one (within the handshake RTT); if the capture had already seen that data,
         // it is a retransmission all the same (a capture next to the receiver sees fast
@@ -281,7 +291,9 @@ impl SenderState {
         // Data filling a hole is an original that came late, or (stamped after everything
         // sent since) the retransmission of one lost before the capture.
         let ooo_resend = ooo_resend
-            || (a.flags.has(F::OUT_OF_ORDER) && first_sighting && self.stamped_after_latest());
+            || (a.flags.has(F::OUT_OF_ORDER)
+                && first_sighting
+                && (self.stamped_after_latest() || self.stamped_after(filled.flatten())));
         // A "retransmission" stamped before the latest segment sent was sent before it: an
         // original that came late (a retransmission carries the clock of its sending).
         let late_original = (a.flags.any(RETX_FLAGS) || ooo_resend) && self.stamped_before_latest();
@@ -354,7 +366,7 @@ impl SenderState {
                 self.acked_pkts += (ack - self.snd_una).div_ceil(u64::from(self.mss));
             }
             self.snd_una = ack;
-            self.close_rto();
+            self.close_rto(ts);
         }
         self.track_episode(a, d);
         self.close_round(a, path_rtt);
@@ -362,13 +374,15 @@ impl SenderState {
         self.last_ack_frame = a.frame.0;
     }
 
-    /// Removes `[seq, end)` from the capture's holes; true if it filled (part of) one, i.e.
-    /// the capture sees this data for the first time.
-    fn fill_hole(&mut self, seq: u64, end: u64) -> bool {
-        let Some(i) = self.unseen.iter().position(|&(l, r)| seq < r && end > l) else {
-            return false;
-        };
-        let (l, r) = self.unseen[i];
+    /// Removes `[seq, end)` from the capture's holes; if it filled (part of) one, i.e. the
+    /// capture sees this data for the first time, the TSval of the segment that showed the
+    /// hole.
+    fn fill_hole(&mut self, seq: u64, end: u64) -> Option<Option<u32>> {
+        let i = self
+            .unseen
+            .iter()
+            .position(|&(l, r, _)| seq < r && end > l)?;
+        let (l, r, shown) = self.unseen[i];
         match (seq <= l, end >= r) {
             (true, true) => {
                 self.unseen.remove(i);
@@ -378,11 +392,11 @@ impl SenderState {
             (false, false) => {
                 self.unseen[i].1 = seq;
                 if self.unseen.len() < MAX_UNSEEN {
-                    self.unseen.insert(i + 1, (end, r));
+                    self.unseen.insert(i + 1, (end, r, shown));
                 }
             }
         }
-        true
+        Some(shown)
     }
 
     /// End of input at `last_ts`: closes open episodes at the last frame.
@@ -394,6 +408,7 @@ impl SenderState {
         if let Some(r) = self.rto_open.take() {
             self.rtos.push_capped(*r, MAX_EPISODES);
         }
+        self.finish_delack();
         self.finish_zero_window(last_ts);
     }
 }

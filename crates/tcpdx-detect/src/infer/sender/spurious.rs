@@ -199,6 +199,15 @@ impl SenderState {
             .is_some_and(|(v, m)| (m.wrapping_sub(v) as i32) > 0)
     }
 
+    /// True if the data segment being recorded carries a TSval newer than `tsval`: a
+    /// segment filling a hole stamped after the segment that showed the hole was sent after
+    /// it, so it is no original (sent before it) but a retransmission.
+    pub(super) fn stamped_after(&self, tsval: Option<u32>) -> bool {
+        self.data_tsval
+            .zip(tsval)
+            .is_some_and(|(v, m)| (v.wrapping_sub(m) as i32) > 0)
+    }
+
     /// True if the data segment being recorded carries a TSval newer than every one this
     /// side sent before.
     pub(super) fn stamped_after_latest(&self) -> bool {
@@ -227,14 +236,15 @@ impl SenderState {
             },
             MAX_EPISODES,
         );
-        // The proof may come after the retransmission's episode ended and another opened:
-        // the episode is the one the retransmission was sent in.
+        // The proof may come after the retransmission's episode ended and others opened
+        // and ended too: the episode is the latest that started before the retransmission.
         if let Some(ep) = &mut self.episode
             && ts >= ep.start
         {
             ep.spurious += 1;
-        } else if let Some(ep) = self.episodes.last_mut()
-            && ts >= ep.start
+        } else if let Some(ep) = (self.episodes.latest_mut().iter_mut())
+            .rev()
+            .find(|e| ts >= e.start)
         {
             ep.spurious += 1;
         }
@@ -308,7 +318,8 @@ mod tests {
         f.data(T0 + 20 * MS, 1001, MSS, 0);
         f.data(T0 + 500 * MS, 1001, MSS, F::RETRANSMISSION);
         f.ack(T0 + 501 * MS, 2001);
-        assert_eq!((f.s.rtos.len(), f.s.spurious_count), (1, 0));
+        // Nor is it a timeout stall: that ACK answered the original (see timeout.rs).
+        assert_eq!((f.s.rtos.len(), f.s.spurious_count), (0, 0));
     }
 
     /// A flight of 3 and a retransmission of `retx_seq`, then an ACK of `ack` with `sack`.
@@ -367,6 +378,30 @@ mod tests {
         let (a, b) = (f.s.episodes.get(0).unwrap(), f.s.episodes.get(1).unwrap());
         assert_eq!((a.retx, a.real_losses()), (1, 0));
         assert_eq!((b.retx, b.real_losses()), (1, 1));
+    }
+
+    /// Behind a reordering path the D-SACK may come after later episodes ended too: it is
+    /// still the first episode's retransmission that repaired nothing (lab seed 2111: three
+    /// of four "lost" segments were D-SACKed after the next episode had ended).
+    #[test]
+    fn a_dsack_after_later_episodes_ended_is_charged_to_its_own() {
+        let mut f = Feed::new(10 * MS);
+        let end = f.burst(T0, 1, 6);
+        f.data(T0 + 11 * MS, 1, MSS, F::RETRANSMISSION);
+        f.ack(T0 + 21 * MS, end);
+        let (mut seq, mut t) = (end, T0 + 22 * MS);
+        for _ in 0..2 {
+            let e = f.burst(t, seq, 3);
+            f.data(t + MS, seq, MSS, F::RETRANSMISSION);
+            f.ack(t + 11 * MS, e);
+            (seq, t) = (e, t + 20 * MS);
+        }
+        f.receive(ack_row(t, seq), &[(1, 1001)]);
+        assert_eq!(f.s.spurious_count, 1);
+        let real: Vec<u32> = (0..3)
+            .map(|i| f.s.episodes.get(i).unwrap().real_losses())
+            .collect();
+        assert_eq!(real, vec![0, 1, 1]);
     }
 
     /// A flight of 3 sent at TSval 100, the first segment retransmitted at TSval 130, then

@@ -10,7 +10,7 @@
 //! sender had sent and lost that data and restarted after a timeout; more segments without
 //! a hole, and it was an idle sender.
 
-use super::{DelackPause, MAX_EPISODES, SenderState, take_some};
+use super::{DelackPause, MAX_EPISODES, SPURIOUS_EARLY_ACK_SHARE, SenderState, take_some};
 use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis};
 
 /// Silence before a non-fast retransmission that makes it a retransmission timeout, in
@@ -75,13 +75,17 @@ pub(super) struct SilentRestart {
 }
 
 impl SenderState {
-    /// Whether the retransmission `a` follows a timeout: not a fast retransmission, after
-    /// [`rto_silence`] without a send or an ACK.
+    /// Whether the retransmission `a` follows a timeout: not a fast retransmission nor a
+    /// probe of the tail, after [`rto_silence`] without a send or an ACK.
     #[inline]
     pub(super) fn is_timeout(&self, a: &SegmentAnalysis, path_rtt: i64) -> bool {
         let silence = a.ts.0 - self.last_send.max(self.last_ack);
         let min = rto_silence(path_rtt);
+        // A timeout resends the oldest unacknowledged segment (RFC 6298 section 5.4); a
+        // tail-loss probe the newest (RFC 8985 section 7.3), to get SACKs for a fast repair.
+        let tail_probe = a.seq > self.snd_una && a.seq + u64::from(a.len) >= self.snd_nxt;
         !a.flags.has(F::FAST_RETRANSMISSION)
+            && !tail_probe
             && silence >= min
             && self
                 .sender_wait_ns()
@@ -93,14 +97,21 @@ impl SenderState {
     /// in the network arrives after a long silence that the sender never waited (None
     /// without timestamps or enough of a clock to read).
     fn sender_wait_ns(&self) -> Option<i64> {
+        self.sender_clock_ns(self.last_send_tsval?, self.data_tsval?, 0)
+    }
+
+    /// The time (ns) between the TSvals `from` and `to` of this side's segments, plus
+    /// `extra` ticks, by the sender's clock at the rate it ran against the capture's up to
+    /// its last segment (None without enough of a clock to read).
+    pub(super) fn sender_clock_ns(&self, from: u32, to: u32, extra: i64) -> Option<i64> {
         let (t0, v0) = self.tsval_origin?;
-        let (prev, now) = (self.last_send_tsval?, self.data_tsval?);
+        let prev = self.last_send_tsval?;
         let elapsed = self.last_send - t0;
         let ticks = i64::from(prev.wrapping_sub(v0));
         if elapsed < RTO_CLOCK_MIN_NS || ticks < RTO_CLOCK_MIN_TICKS {
             return None;
         }
-        let wait = i64::from(now.wrapping_sub(prev) as i32).max(0);
+        let wait = i64::from(to.wrapping_sub(from) as i32).max(0) + extra;
         Some((i128::from(wait) * i128::from(elapsed) / i128::from(ticks)) as i64)
     }
 
@@ -127,11 +138,18 @@ impl SenderState {
         }
     }
 
-    /// An ACK advanced: the open stall (if any) is over.
+    /// An ACK advanced, at `ts`: the open stall (if any) is over. An ACK sooner than a
+    /// round trip after the timeout retransmission cannot answer it: the peer's answer to
+    /// the original ended the silence (a late reply, not a loss), and the timer cost
+    /// nothing.
     #[inline]
-    pub(super) fn close_rto(&mut self) {
+    pub(super) fn close_rto(&mut self, ts: i64) {
         if let Some(r) = take_some(&mut self.rto_open) {
-            self.rtos.push_capped(*r, MAX_EPISODES);
+            let early = (self.downstream_rtt_min)
+                .is_some_and(|d| ts - r.end < (d as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64);
+            if !early {
+                self.rtos.push_capped(*r, MAX_EPISODES);
+            }
         }
     }
 
@@ -277,6 +295,43 @@ mod tests {
         for (wait, timeout) in [(at - 1, 0), (at, 1), (at + 1, 1)] {
             let f = held_retransmission(wait);
             assert_eq!(f.s.rtos.len(), timeout, "sender waited {wait} ms");
+        }
+    }
+
+    /// The ACK ending the silence sooner than most of the capture-to-receiver round trip
+    /// after the timeout retransmission answers the original: a late reply ended the
+    /// silence, not the timer (lab seed 2054: an SMB request probed after 256 ms, the reply
+    /// 12.6 ms later on a 24 ms path).
+    #[test]
+    fn an_ack_too_early_to_answer_the_timeout_retransmission_ends_no_timeout_stall() {
+        let limit = ((10 * MS) as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64;
+        for (after, rtos) in [(limit - 1, 0), (limit, 1), (limit + 1, 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.s.downstream_rtt_min = Some(10 * MS);
+            f.burst(T0, 1, 2);
+            let t = T0 + 300 * MS;
+            f.data(t, 1, MSS, F::RETRANSMISSION);
+            f.ack(t + after, 2001);
+            assert_eq!(f.s.rtos.len(), rtos, "ACK {after} ns after");
+        }
+    }
+
+    /// After the silence the sender resends the last of 4 segments in flight, the first
+    /// unacknowledged one or the last with the first acknowledged: the probe of the tail
+    /// (lab seed 2010: 108 ms after a full window, the kernel counted no timeout) is no
+    /// timeout; the oldest unacknowledged segment is.
+    #[test]
+    fn a_probe_of_the_tail_is_no_timeout() {
+        for (acked, resent, timeouts) in [(1, 3001, 0), (1, 1, 1), (3001, 3001, 1)] {
+            let mut f = Feed::new(10 * MS);
+            f.burst(T0, 1, 4);
+            if acked > 1 {
+                f.ack(T0 + 10 * MS, acked);
+            }
+            f.data(T0 + 300 * MS, resent, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 310 * MS, 4001);
+            let why = format!("ACK {acked}, resent {resent}");
+            assert_eq!(f.s.rtos.len(), timeouts, "{why}");
         }
     }
 
