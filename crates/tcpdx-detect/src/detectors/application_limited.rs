@@ -1,15 +1,70 @@
 //! `application-limited` (TCP level): the connection sat idle with nothing in flight: the
 //! client did not send the next request, or the server was slow to answer.
+//!
+//! Seen next to a data receiver, "nothing in flight" only means the receiver acknowledged
+//! everything: its ACK is still on the way back, and the sender's next data answers it a
+//! round trip later. A silence ended by the same sender's new data there is the ACK clock
+//! while it lasts no more than a few of the connection's own turnarounds (ACK to the next
+//! data, which a loaded path stretches far beyond the handshake's round trip); only the
+//! rest of a longer one is the sender's idle time.
 
 use tcpdx_core::Dir;
 
 use super::{ConnContext, ms};
 use crate::budget::State;
 use crate::finding::{Finding, FindingKind, Severity};
+use crate::infer::Gap;
+use crate::infer::limit::Vantage;
 
 /// Share of the lifetime idle before the finding is reported (tcpdx choice: below it,
 /// idle time is within normal request/response turn-taking).
 pub const IDLE_MIN_SHARE: f64 = 0.1;
+/// A silence ended by the same sender's new data, seen next to its receiver, no longer
+/// than this many of the connection's turnarounds is the sender waiting for the ACK
+/// (tcpdx choice: the ACK-clock bound of `fixed-duration-stall`).
+pub const ACK_CLOCK_TURNS: i64 = super::fixed_duration_stall::ACK_CLOCK_RTTS;
+
+/// The typical turnaround of `dir`'s sender as its receiver's side sees it: the median
+/// time from the ACK ending one round to the next round's first data, at least `rtt` (a
+/// sender that pauses at most of its turns shows its pauses here: next to its receiver
+/// they cannot be told from a slow ACK clock).
+pub fn turnaround(cx: &ConnContext<'_>, dir: Dir) -> i64 {
+    let mut prev_end: Option<i64> = None;
+    let mut turns: Vec<i64> = Vec::new();
+    for r in cx.conn.senders[dir.idx()].rounds.iter() {
+        if let Some(e) = prev_end.filter(|&e| r.start > e) {
+            turns.push(r.start - e);
+        }
+        prev_end = Some(r.end);
+    }
+    if turns.is_empty() {
+        return cx.rtt.max(0);
+    }
+    let mid = turns.len() / 2;
+    let (_, m, _) = turns.select_nth_unstable(mid);
+    (*m).max(cx.rtt)
+}
+
+/// How a silence counts: (idle ns, the server's hold). A silence ended by the server's
+/// data after data (the answer to a request, or the rest of an answer it paused in) is the
+/// server holding its reply.
+fn idle_of(cx: &ConnContext<'_>, g: &Gap, turns: &mut [Option<i64>; 2]) -> (i64, bool) {
+    let held = g.next_dir == Dir::ServerToClient && g.next_has_data && g.last_data_dir.is_some();
+    let idle = g.idle_ns(cx.rtt);
+    // The same side's segments on both ends of the silence (its data resuming, or its
+    // first data after its own handshake ACK): their spacing here carries the path's delay
+    // variation as well as any pause.
+    let resumes = g.next_has_data && g.last_data_dir.is_none_or(|d| d == g.next_dir);
+    if idle == 0 || !resumes || cx.conn.vantage(g.next_dir) != Vantage::Receiver {
+        return (idle, held);
+    }
+    let turn = *turns[g.next_dir.idx()].get_or_insert_with(|| turnaround(cx, g.next_dir));
+    if g.duration() <= ACK_CLOCK_TURNS * turn {
+        (0, held)
+    } else {
+        (g.duration() - turn, held)
+    }
+}
 
 /// Finds idle time.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
@@ -19,32 +74,70 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if life <= 0.0 || (think + idle) / life < IDLE_MIN_SHARE {
         return Vec::new();
     }
-    let gaps: Vec<_> = cx
+    let mut turns = [None, None];
+    let mut gaps: Vec<(Gap, i64)> = Vec::new();
+    let (mut held_ns, mut idle_ns) = (0i64, 0i64);
+    // After the last data of both sides no transfer waits: the client holding the
+    // connection open or closing it is its own choice; a server that answers (it sent
+    // data) holding its answer to the client's close is still its hold; a server that
+    // only received closes once it has read what it was sent (its window's finding).
+    let done = cx
         .conn
-        .gaps
+        .senders
         .iter()
-        .filter(|g| g.idle_ns(cx.rtt) > 0 && !cx.pauses.explain(g.start, g.end))
-        .collect();
-    let mut f = cx.finding(FindingKind::ApplicationLimited, think + idle);
+        .map(|s| s.last_data)
+        .max()
+        .unwrap_or(0);
+    let answers = cx.conn.senders[Dir::ServerToClient.idx()].data_bytes > 0;
+    for g in cx.conn.gaps.iter() {
+        let closing = g.start >= done;
+        if (closing && (g.next_dir == Dir::ClientToServer || !answers))
+            || cx.pauses.explain(g.start, g.end)
+        {
+            continue;
+        }
+        let (n, held) = idle_of(cx, &g, &mut turns);
+        let held = held || (closing && g.next_dir == Dir::ServerToClient);
+        if n > 0 {
+            if held {
+                held_ns += n;
+            } else {
+                idle_ns += n;
+            }
+            gaps.push((g, n));
+        }
+    }
+    // The budget's idle time less what the ACK clock explains (the budget paints by the
+    // handshake's round trip alone): the server's holds first, then the rest.
+    let total = (think + idle).min((held_ns + idle_ns) as f64 / 1e9);
+    if total / life < IDLE_MIN_SHARE {
+        return Vec::new();
+    }
+    let think = (held_ns as f64 / 1e9).min(total);
+    let idle = total - think;
+    let mut f = cx.finding(FindingKind::ApplicationLimited, total);
     // Idle time is the workload's shape, not a fault of the transfer machinery: on a
     // connection that moved little data (chatter, keep-alive sessions, interactive use) it
-    // is information only. The storage layer reports an application that keeps too few
-    // requests outstanding on its own.
-    if cx.sender().data_bytes < super::handshake_and_setup::BULK_BYTES {
+    // is information only, unless the server held its replies for a share of the life
+    // (its service time, a cost whatever the size). The storage layer reports an
+    // application that keeps too few requests outstanding on its own.
+    if cx.sender().data_bytes < super::handshake_and_setup::BULK_BYTES
+        && think / life < IDLE_MIN_SHARE
+    {
         f.severity = Severity::Info;
     }
     f.episodes = gaps.len() as u32;
-    let longest = gaps.iter().map(|g| g.idle_ns(cx.rtt)).max().unwrap_or(0);
-    for g in &gaps {
+    let longest = gaps.iter().map(|g| g.1).max().unwrap_or(0);
+    for (g, n) in &gaps {
         f.evidence(g.frame_after, "first segment after the idle period");
-        f.episode(cx.rel_s(g.start), g.idle_ns(cx.rtt) as f64 / 1e9);
+        f.episode(cx.rel_s(g.start), *n as f64 / 1e9);
     }
     // Equal holds are a timer at the answering side: noted here, where their time is
     // counted, not as a second finding.
     let holds: Vec<i64> = gaps
         .iter()
-        .filter(|g| g.next_dir == Dir::ServerToClient && g.next_has_data)
-        .map(|g| g.duration())
+        .filter(|(g, _)| g.next_dir == Dir::ServerToClient && g.next_has_data)
+        .map(|(g, _)| g.duration())
         .collect();
     let equal =
         super::fixed_duration_stall::equal_durations(holds).map_or_else(String::new, |(n, d)| {
