@@ -137,3 +137,24 @@ fn after_the_last_data_only_the_servers_hold_counts() {
         f.explanation
     );
 }
+
+#[test]
+fn a_receiver_that_sent_nothing_closing_late_is_not_holding_answers() {
+    // The server only received (a bulk sink): its late FIN is its reading what it was
+    // sent (the window's finding), not a reply held.
+    let mut t = Script::new();
+    t.handshake();
+    t.after_ms(1);
+    let seq = t.next_seq(Dir::C2S);
+    t.client_burst(seq, 10, MSS);
+    t.after_ms(10).server_acks(AUTO);
+    t.after_ms(1).fin_from_client();
+    t.after_ms(500).fin_from_server();
+    t.after_ms(10).client_acks(AUTO);
+    let d = diagnose(&t);
+    assert!(
+        d.findings.iter().all(|f| f.kind != K::ApplicationLimited),
+        "{:#?}",
+        d.findings
+    );
+}
