@@ -1,12 +1,8 @@
 //! `application-limited` (TCP level): the connection sat idle with nothing in flight: the
 //! client did not send the next request, or the server was slow to answer.
 //!
-//! Seen next to a data receiver, "nothing in flight" only means the receiver acknowledged
-//! everything: its ACK is still on the way back, and the sender's next data answers it a
-//! round trip later. A silence ended by the same sender's new data there is the ACK clock
-//! while it lasts no more than a few of the connection's own turnarounds (ACK to the next
-//! data, which a loaded path stretches far beyond the handshake's round trip); only the
-//! rest of a longer one is the sender's idle time.
+//! What of a silence is idle time is [`crate::infer::idle`]'s rule, the time budget's too:
+//! the ACK clock seen next to a data receiver is not.
 
 use tcpdx_core::Dir;
 
@@ -14,57 +10,11 @@ use super::{ConnContext, ms};
 use crate::budget::State;
 use crate::finding::{Finding, FindingKind, Severity};
 use crate::infer::Gap;
-use crate::infer::limit::Vantage;
+use crate::infer::idle::IdleTime;
 
 /// Share of the lifetime idle before the finding is reported (tcpdx choice: below it,
 /// idle time is within normal request/response turn-taking).
 pub const IDLE_MIN_SHARE: f64 = 0.1;
-/// A silence ended by the same sender's new data, seen next to its receiver, no longer
-/// than this many of the connection's turnarounds is the sender waiting for the ACK
-/// (tcpdx choice: the ACK-clock bound of `fixed-duration-stall`).
-pub const ACK_CLOCK_TURNS: i64 = super::fixed_duration_stall::ACK_CLOCK_RTTS;
-
-/// The typical turnaround of `dir`'s sender as its receiver's side sees it: the median
-/// time from the ACK ending one round to the next round's first data, at least `rtt` (a
-/// sender that pauses at most of its turns shows its pauses here: next to its receiver
-/// they cannot be told from a slow ACK clock).
-pub fn turnaround(cx: &ConnContext<'_>, dir: Dir) -> i64 {
-    let mut prev_end: Option<i64> = None;
-    let mut turns: Vec<i64> = Vec::new();
-    for r in cx.conn.senders[dir.idx()].rounds.iter() {
-        if let Some(e) = prev_end.filter(|&e| r.start > e) {
-            turns.push(r.start - e);
-        }
-        prev_end = Some(r.end);
-    }
-    if turns.is_empty() {
-        return cx.rtt.max(0);
-    }
-    let mid = turns.len() / 2;
-    let (_, m, _) = turns.select_nth_unstable(mid);
-    (*m).max(cx.rtt)
-}
-
-/// How a silence counts: (idle ns, the server's hold). A silence ended by the server's
-/// data after data (the answer to a request, or the rest of an answer it paused in) is the
-/// server holding its reply.
-fn idle_of(cx: &ConnContext<'_>, g: &Gap, turns: &mut [Option<i64>; 2]) -> (i64, bool) {
-    let held = g.next_dir == Dir::ServerToClient && g.next_has_data && g.last_data_dir.is_some();
-    let idle = g.idle_ns(cx.rtt);
-    // The same side's segments on both ends of the silence (its data resuming, or its
-    // first data after its own handshake ACK): their spacing here carries the path's delay
-    // variation as well as any pause.
-    let resumes = g.next_has_data && g.last_data_dir.is_none_or(|d| d == g.next_dir);
-    if idle == 0 || !resumes || cx.conn.vantage(g.next_dir) != Vantage::Receiver {
-        return (idle, held);
-    }
-    let turn = *turns[g.next_dir.idx()].get_or_insert_with(|| turnaround(cx, g.next_dir));
-    if g.duration() <= ACK_CLOCK_TURNS * turn {
-        (0, held)
-    } else {
-        (g.duration() - turn, held)
-    }
-}
 
 /// Finds idle time.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
@@ -74,7 +24,7 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if life <= 0.0 || (think + idle) / life < IDLE_MIN_SHARE {
         return Vec::new();
     }
-    let mut turns = [None, None];
+    let mut idle_time = IdleTime::new(cx.conn, cx.rtt);
     let mut gaps: Vec<(Gap, i64)> = Vec::new();
     let (mut held_ns, mut idle_ns) = (0i64, 0i64);
     // After the last data of both sides no transfer waits: the client holding the
@@ -96,8 +46,11 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         {
             continue;
         }
-        let (n, held) = idle_of(cx, &g, &mut turns);
-        let held = held || (closing && g.next_dir == Dir::ServerToClient);
+        let n = idle_time.of(&g);
+        // A silence ended by the server's data after data (the answer to a request, or the
+        // rest of an answer it paused in) is the server holding its reply.
+        let held = g.next_dir == Dir::ServerToClient
+            && ((g.next_has_data && g.last_data_dir.is_some()) || closing);
         if n > 0 {
             if held {
                 held_ns += n;
@@ -107,8 +60,8 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
             gaps.push((g, n));
         }
     }
-    // The budget's idle time less what the ACK clock explains (the budget paints by the
-    // handshake's round trip alone): the server's holds first, then the rest.
+    // The budget's idle time (by the same rule) less the closing silences that are
+    // nobody's wait, which it paints too: the server's holds first, then the rest.
     let total = (think + idle).min((held_ns + idle_ns) as f64 / 1e9);
     if total / life < IDLE_MIN_SHARE {
         return Vec::new();

@@ -38,7 +38,7 @@ pub const KNOWN_TIMER_TOLERANCE: f64 = 0.03;
 /// clock (the sender waiting with its window full), not a stall (tcpdx choice: a receiver
 /// acknowledging on a coarse timer grid, or a slow link's serialisation, stays within a
 /// few round trips; a timer that stalls a transfer holds it many).
-pub const ACK_CLOCK_RTTS: i64 = 4;
+pub const ACK_CLOCK_RTTS: i64 = crate::infer::idle::ACK_CLOCK_TURNS;
 /// The cluster's median must be at least this many times the median of the connection's
 /// other silences: equal stalls stand out from the connection's own variation (tcpdx
 /// choice: a connection whose silences are all alike shows its rhythm, not a timer).

@@ -3,7 +3,9 @@
 //! receiver, a connection held open or closing).
 
 use super::*;
-use crate::detectors::application_limited::{ACK_CLOCK_TURNS, IDLE_MIN_SHARE};
+use crate::budget::State;
+use crate::detectors::application_limited::IDLE_MIN_SHARE;
+use crate::infer::idle::ACK_CLOCK_TURNS;
 
 /// A bulk sender (the client) in rounds of 4 segments, each acknowledged at once; the
 /// next round follows the ACK after 10 ms (the round trip), except `long` times after
@@ -50,6 +52,39 @@ fn the_ack_clock_seen_next_to_the_receiver_is_not_idle_time() {
             );
         }
     }
+}
+
+#[test]
+fn the_budget_counts_the_ack_clock_seen_next_to_the_receiver_as_the_finding_does() {
+    // One rule for both: the budget paints no idle time for waits up to ACK_CLOCK_TURNS
+    // turnarounds, and for longer ones the rest beyond one turnaround, as the finding
+    // prices them (before, it painted every wait less the handshake's round trip).
+    let bound = 10.0 * ACK_CLOCK_TURNS as f64;
+    for (wait, want_ms) in [
+        (bound - 5.0, 0.0),
+        (bound, 0.0),
+        (bound + 5.0, 7.0 * (bound + 5.0 - 10.0)),
+    ] {
+        let d = diagnose(&rounds_with_waits(true, 7, wait));
+        let idle = d.time_budget.states.get(State::ApplicationIdle)
+            + d.time_budget.states.get(State::ServerThinkTime);
+        assert!(
+            (idle - want_ms / 1e3).abs() < 1e-3,
+            "waits of {wait} ms: budget idle {idle} s, want {want_ms} ms"
+        );
+        if let Some(f) = d.findings.iter().find(|f| f.kind == K::ApplicationLimited) {
+            let priced: f64 = f.episode_list.iter().map(|e| e.duration_s).sum();
+            assert!((priced - idle).abs() < 1e-6, "{f:#?}");
+        }
+    }
+}
+
+#[test]
+fn the_budget_counts_the_same_waits_next_to_the_sender_as_idle_time() {
+    let wait = 10.0 * ACK_CLOCK_TURNS as f64;
+    let d = diagnose(&rounds_with_waits(false, 7, wait));
+    let idle = d.time_budget.states.get(State::ApplicationIdle);
+    assert!((idle - 7.0 * (wait - 10.0) / 1e3).abs() < 1e-3, "{idle}");
 }
 
 #[test]
