@@ -6,6 +6,7 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::infer::idle::IdleTime;
 use crate::infer::{ConnTracker, TimerPauses};
 use tcpdx_core::Dir;
 
@@ -134,7 +135,8 @@ impl TimeBudget {
     }
 }
 
-/// Paints `c`'s lifetime with its episodes (a silence one of `pauses` covers is that timer's).
+/// Paints `c`'s lifetime with its episodes (a silence one of `pauses` covers is that timer's;
+/// the idle part of the others is [`IdleTime`]'s, as `application-limited` counts it).
 pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
     let mut iv: Vec<(i64, i64, State)> = Vec::new();
     for s in &c.senders {
@@ -170,12 +172,12 @@ pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
                 .map(|r| (r.start, r.end, State::ReceiverWindowLimited)),
         );
     }
-    let rtt = c.path_rtt();
-    for g in c
-        .gaps
-        .iter()
-        .filter(|g| g.idle_ns(rtt) > 0 && !pauses.explain(g.start, g.end))
-    {
+    let mut idle = IdleTime::new(c, c.path_rtt());
+    for g in c.gaps.iter().filter(|g| !pauses.explain(g.start, g.end)) {
+        let n = idle.of(&g);
+        if n == 0 {
+            continue;
+        }
         // The side that breaks the silence with data was the one everybody waited for.
         let state = match g.last_data_dir {
             Some(d) if g.next_has_data && g.next_dir != d && g.next_dir == Dir::ServerToClient => {
@@ -183,7 +185,7 @@ pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
             }
             _ => State::ApplicationIdle,
         };
-        iv.push((g.end - g.idle_ns(rtt), g.end, state));
+        iv.push((g.end - n, g.end, state));
     }
     ConnBudget {
         stream: c.stream,

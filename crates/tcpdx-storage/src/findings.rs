@@ -5,10 +5,11 @@
 //!   bandwidth-delay product ("the client keeps 4 x 64 KiB outstanding; the path needs
 //!   391 KB"), and server time versus network time per data operation, which tells a
 //!   request-limited client from a slow server.
-//! - `fixed-duration-stall` on response times: slow operations clustered at one duration
-//!   (or one at a well-known timer), each with what TCP did meanwhile (silence, retransmissions,
-//!   zero window), so the stall is placed at the server or in the network. See:
-//!   ../shared/cases/003_a555277df593d0fd.txt.
+//! - `fixed-duration-stall` on response times: operations the server held (no
+//!   retransmission and no full window meanwhile) clustered at one duration in at least
+//!   three separate holds. See: ../shared/cases/003_a555277df593d0fd.txt.
+//! - the other held operations, named with their service times on the connection's
+//!   `application-limited` finding (one hold, however long, shows no repeating timer).
 //!
 //! [`StorageEvidence`] is the [`StorageSink`] that collects what these need (bounded);
 //! [`add_findings`] merges the findings into a [`Diagnosis`]: it enriches a finding of the
@@ -17,9 +18,7 @@
 use rustc_hash::FxHashMap;
 use tcpdx_core::StreamId;
 use tcpdx_detect::account::settle_diagnosis;
-use tcpdx_detect::detectors::fixed_duration_stall::{
-    KNOWN_TIMER_TOLERANCE, KNOWN_TIMERS_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
-};
+use tcpdx_detect::detectors::fixed_duration_stall::{MIN_REPEATS, SAME_DURATION_TOLERANCE};
 use tcpdx_detect::{CapturePoint, Diagnosis, Finding, FindingKind, Severity};
 use tcpdx_wire::{FrameNo, Timestamp};
 
@@ -117,6 +116,17 @@ pub fn add_findings(ev: &StorageEvidence, diag: &mut Diagnosis) {
     let report = ev.report();
     let origin = ev.srt_origin();
     for f in stall_findings(ev, &report, origin) {
+        // A held operation's note goes on the TCP finding that counts its silence, if any.
+        if f.kind == FindingKind::ApplicationLimited && f.cost.seconds == 0.0 {
+            if diag
+                .findings
+                .iter()
+                .any(|o| o.kind == f.kind && o.stream == f.stream && o.file.is_none())
+            {
+                merge(diag, f);
+            }
+            continue;
+        }
         merge(diag, f);
     }
     for c in &report.connections {
@@ -180,20 +190,61 @@ fn op_label(t: &Transaction) -> String {
     }
 }
 
-/// Slow operations clustered at one duration, or one at a well-known timer.
+/// Most held operations named on a connection's `application-limited` finding (tcpdx
+/// choice: the longest; the rest are counted).
+pub const MAX_HELD_NAMED: usize = 3;
+
+/// A held operation: its service time (ns) and the retransmissions meanwhile.
+type Held<'a> = (&'a Transaction, i64, u32);
+
+/// An operation's request and reply instants (the reply's, the request's when none).
+fn span(t: &Transaction) -> (i64, i64) {
+    let req = t.request.last.ts.0;
+    (req, t.reply.map_or(req, |r| r.last.ts.0))
+}
+
+/// How many separate holds `g` holds: operations whose waits overlap were held by one
+/// stop of the server (on one connection or several), not by a repeating timer.
+fn separate_holds(g: &[(&Transaction, i64)]) -> usize {
+    let mut v: Vec<(i64, i64)> = g.iter().map(|x| span(x.0)).collect();
+    v.sort_unstable();
+    let mut n = 0;
+    let mut end = i64::MIN;
+    for (a, b) in v {
+        if a > end {
+            n += 1;
+        }
+        end = end.max(b);
+    }
+    n
+}
+
+/// Slow operations the server held (no full window meanwhile: a receiver not reading is
+/// the window's finding): those far beyond their operation's usual time with no
+/// retransmission meanwhile (the network's waits are its findings') clustered at one
+/// duration in at least [`MIN_REPEATS`] separate holds are a timer (`fixed-duration-stall`);
+/// the others are the server's service time, named on the connection's
+/// `application-limited` finding ([`held_notes`]).
 fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<Finding> {
-    let mut slow: Vec<(&Transaction, i64)> = ev
+    // The operations the server held: slow, with no full window meanwhile.
+    let held: Vec<Held<'_>> = ev
         .slow
         .iter()
         .filter_map(|t| {
             let srt = t.srt_ns()?;
-            let median = median_of(report, t);
-            (srt as f64 >= STALL_OVER_MEDIAN * median * 1e9).then_some((t, srt))
+            let (from, to) = span(t);
+            let d = ev.during(t.stream, from, to);
+            (d.window_limited == 0).then_some((t, srt, d.retransmissions))
         })
         .collect();
-    if slow.is_empty() {
-        return Vec::new();
-    }
+    // A timer's candidates: far beyond the operation's usual time, with no retransmission.
+    let mut slow: Vec<(&Transaction, i64)> = held
+        .iter()
+        .filter(|&&(t, srt, retx)| {
+            retx == 0 && srt as f64 >= STALL_OVER_MEDIAN * median_of(report, t) * 1e9
+        })
+        .map(|&(t, srt, _)| (t, srt))
+        .collect();
     slow.sort_by_key(|x| x.1);
     let mut best: &[(&Transaction, i64)] = &[];
     let mut j = 0;
@@ -210,25 +261,17 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
             best = slow.get(i..=j).unwrap_or_default();
         }
     }
-    let at_timer = |ns: i64| {
-        KNOWN_TIMERS_NS
-            .iter()
-            .any(|&t| ((ns - t) as f64).abs() <= t as f64 * KNOWN_TIMER_TOLERANCE)
-    };
-    let group: Vec<(&Transaction, i64)> = if best.len() >= MIN_REPEATS {
+    let group: Vec<(&Transaction, i64)> = if separate_holds(best) >= MIN_REPEATS {
         best.to_vec()
     } else {
-        slow.iter().copied().filter(|x| at_timer(x.1)).collect()
+        Vec::new()
     };
-    if group.is_empty() {
-        return Vec::new();
-    }
+    let mut out = held_notes(&held, &group, report);
     // One finding per connection.
     let mut by_stream: FxHashMap<StreamId, Vec<(&Transaction, i64)>> = FxHashMap::default();
     for x in group {
         by_stream.entry(x.0.stream).or_default().push(x);
     }
-    let mut out = Vec::new();
     let mut by_stream: Vec<(StreamId, Vec<(&Transaction, i64)>)> = by_stream.into_iter().collect();
     by_stream.sort_unstable_by_key(|x| x.0);
     for (stream, g) in &by_stream {
@@ -249,15 +292,8 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
             f.episode((req.ts.0 - origin) as f64 / 1e9, *srt as f64 / 1e9);
             let d = ev.during(stream, req.ts.0, rep.ts.0);
             let median = median_of(report, t);
-            let verdict = if d.retransmissions == 0 && d.window_limited == 0 {
-                "no retransmission and no window limit meanwhile: the server held the reply (server time)"
-            } else if d.window_limited > 0 {
-                "window full or zero meanwhile: a receiver was not reading"
-            } else {
-                "retransmissions meanwhile: part of the wait is the network"
-            };
             parts.push(format!(
-                "{} (id {:#x}, frames {} -> {}) took {:.3} s where its median is {:.1} ms; the connection was silent for {:.3} s of it, {} retransmission(s), {} window-limited segment(s): {verdict}.",
+                "{} (id {:#x}, frames {} -> {}) took {:.3} s where its median is {:.1} ms; the connection was silent for {:.3} s of it, with no retransmission and no window limit meanwhile: the server held the reply (server time).",
                 op_label(t),
                 t.id,
                 req.frame,
@@ -265,8 +301,6 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
                 *srt as f64 / 1e9,
                 median * 1e3,
                 d.silent_s,
-                d.retransmissions,
-                d.window_limited
             ));
         }
         f.episodes = g.len() as u32;
@@ -282,7 +316,7 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
             1.0
         };
         f.severity = Severity::from_share(f.cost.share);
-        f.confidence = if g.len() >= MIN_REPEATS { 0.8 } else { 0.6 };
+        f.confidence = 0.8;
         f.wireshark_filter = f.frames_filter();
         f.explanation = format!(
             "{} storage operation(s) stalled for about the same time ({:.3} s): {}",
@@ -293,6 +327,68 @@ fn stall_findings(ev: &StorageEvidence, report: &SrtReport, origin: i64) -> Vec<
         f.recommendations = vec![
             "A response time equal to a timer (1 s, 5 s, ...) is a timeout somewhere: check the server's logs and its storage (fsync/commit latency, lock or lease recalls, a paused VM or process) at those instants.".into(),
         ];
+        out.push(f);
+    }
+    out
+}
+
+/// The held operations outside a timer cluster, per connection: a note for its
+/// `application-limited` finding naming the longest ([`MAX_HELD_NAMED`]) with their
+/// service times, at zero cost (the TCP finding counts the silence; [`add_findings`]
+/// adds a note only to a finding that exists).
+fn held_notes(
+    held: &[Held<'_>],
+    group: &[(&Transaction, i64)],
+    report: &SrtReport,
+) -> Vec<Finding> {
+    let mut by_stream: FxHashMap<StreamId, Vec<Held<'_>>> = FxHashMap::default();
+    for &x in held {
+        if !group.iter().any(|g| std::ptr::eq(g.0, x.0)) {
+            by_stream.entry(x.0.stream).or_default().push(x);
+        }
+    }
+    let mut by_stream: Vec<(StreamId, Vec<Held<'_>>)> = by_stream.into_iter().collect();
+    by_stream.sort_unstable_by_key(|x| x.0);
+    let mut out = Vec::new();
+    for (stream, mut v) in by_stream {
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
+        let mut f = Finding::new(FindingKind::ApplicationLimited, Some(stream.0));
+        let mut parts = Vec::new();
+        for &(t, srt, retx) in v.iter().take(MAX_HELD_NAMED) {
+            let req = t.request.last;
+            let rep = t.reply.map_or(req, |r| r.last);
+            f.evidence(req.frame.0, format!("{} request", op_label(t)));
+            f.evidence(
+                rep.frame.0,
+                format!("{} reply after {:.3} s", op_label(t), srt as f64 / 1e9),
+            );
+            parts.push(format!(
+                "{} (id {:#x}, frames {} -> {}) {:.3} s where its median is {:.1} ms{}",
+                op_label(t),
+                t.id,
+                req.frame,
+                rep.frame,
+                srt as f64 / 1e9,
+                median_of(report, t) * 1e3,
+                if retx > 0 {
+                    format!(" ({retx} retransmission(s) meanwhile)")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let more = v.len().saturating_sub(MAX_HELD_NAMED);
+        f.explanation = format!(
+            "the server held {} operation(s) of {} ms or more with no window limit meanwhile: {}{}.",
+            v.len(),
+            STALL_MIN_NS / 1_000_000,
+            parts.join("; "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
         out.push(f);
     }
     out

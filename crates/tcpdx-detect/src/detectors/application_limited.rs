@@ -1,11 +1,16 @@
 //! `application-limited` (TCP level): the connection sat idle with nothing in flight: the
 //! client did not send the next request, or the server was slow to answer.
+//!
+//! What of a silence is idle time is [`crate::infer::idle`]'s rule, the time budget's too:
+//! the ACK clock seen next to a data receiver is not.
 
 use tcpdx_core::Dir;
 
 use super::{ConnContext, ms};
 use crate::budget::State;
 use crate::finding::{Finding, FindingKind, Severity};
+use crate::infer::Gap;
+use crate::infer::idle::IdleTime;
 
 /// Share of the lifetime idle before the finding is reported (tcpdx choice: below it,
 /// idle time is within normal request/response turn-taking).
@@ -19,32 +24,73 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if life <= 0.0 || (think + idle) / life < IDLE_MIN_SHARE {
         return Vec::new();
     }
-    let gaps: Vec<_> = cx
+    let mut idle_time = IdleTime::new(cx.conn, cx.rtt);
+    let mut gaps: Vec<(Gap, i64)> = Vec::new();
+    let (mut held_ns, mut idle_ns) = (0i64, 0i64);
+    // After the last data of both sides no transfer waits: the client holding the
+    // connection open or closing it is its own choice; a server that answers (it sent
+    // data) holding its answer to the client's close is still its hold; a server that
+    // only received closes once it has read what it was sent (its window's finding).
+    let done = cx
         .conn
-        .gaps
+        .senders
         .iter()
-        .filter(|g| g.idle_ns(cx.rtt) > 0 && !cx.pauses.explain(g.start, g.end))
-        .collect();
-    let mut f = cx.finding(FindingKind::ApplicationLimited, think + idle);
+        .map(|s| s.last_data)
+        .max()
+        .unwrap_or(0);
+    let answers = cx.conn.senders[Dir::ServerToClient.idx()].data_bytes > 0;
+    for g in cx.conn.gaps.iter() {
+        let closing = g.start >= done;
+        if (closing && (g.next_dir == Dir::ClientToServer || !answers))
+            || cx.pauses.explain(g.start, g.end)
+        {
+            continue;
+        }
+        let n = idle_time.of(&g);
+        // A silence ended by the server's data after data (the answer to a request, or the
+        // rest of an answer it paused in) is the server holding its reply.
+        let held = g.next_dir == Dir::ServerToClient
+            && ((g.next_has_data && g.last_data_dir.is_some()) || closing);
+        if n > 0 {
+            if held {
+                held_ns += n;
+            } else {
+                idle_ns += n;
+            }
+            gaps.push((g, n));
+        }
+    }
+    // The budget's idle time (by the same rule) less the closing silences that are
+    // nobody's wait, which it paints too: the server's holds first, then the rest.
+    let total = (think + idle).min((held_ns + idle_ns) as f64 / 1e9);
+    if total / life < IDLE_MIN_SHARE {
+        return Vec::new();
+    }
+    let think = (held_ns as f64 / 1e9).min(total);
+    let idle = total - think;
+    let mut f = cx.finding(FindingKind::ApplicationLimited, total);
     // Idle time is the workload's shape, not a fault of the transfer machinery: on a
     // connection that moved little data (chatter, keep-alive sessions, interactive use) it
-    // is information only. The storage layer reports an application that keeps too few
-    // requests outstanding on its own.
-    if cx.sender().data_bytes < super::handshake_and_setup::BULK_BYTES {
+    // is information only, unless the server held its replies for a share of the life
+    // (its service time, a cost whatever the size). The storage layer reports an
+    // application that keeps too few requests outstanding on its own.
+    if cx.sender().data_bytes < super::handshake_and_setup::BULK_BYTES
+        && think / life < IDLE_MIN_SHARE
+    {
         f.severity = Severity::Info;
     }
     f.episodes = gaps.len() as u32;
-    let longest = gaps.iter().map(|g| g.idle_ns(cx.rtt)).max().unwrap_or(0);
-    for g in &gaps {
+    let longest = gaps.iter().map(|g| g.1).max().unwrap_or(0);
+    for (g, n) in &gaps {
         f.evidence(g.frame_after, "first segment after the idle period");
-        f.episode(cx.rel_s(g.start), g.idle_ns(cx.rtt) as f64 / 1e9);
+        f.episode(cx.rel_s(g.start), *n as f64 / 1e9);
     }
     // Equal holds are a timer at the answering side: noted here, where their time is
     // counted, not as a second finding.
     let holds: Vec<i64> = gaps
         .iter()
-        .filter(|g| g.next_dir == Dir::ServerToClient && g.next_has_data)
-        .map(|g| g.duration())
+        .filter(|(g, _)| g.next_dir == Dir::ServerToClient && g.next_has_data)
+        .map(|(g, _)| g.duration())
         .collect();
     let equal =
         super::fixed_duration_stall::equal_durations(holds).map_or_else(String::new, |(n, d)| {

@@ -7,7 +7,9 @@
 //! not a wait for ACKs with data in flight lasting a few round trips (the ACK clock, seen
 //! from either end), not a zero window (receiver-window-limited), not a side's held ACK
 //! that leaves with its next request (its turn) or that its data's sender did not wait
-//! for (nothing new sent after it: an application's pause). Silences mostly counted as idle time are folded
+//! for (nothing new sent after it: an application's pause), not a client's next request
+//! carrying its ACK of the server's data (its turn), not a receiver's delayed ACK of a
+//! segment sent alone. Silences mostly counted as idle time are folded
 //! into that finding ([`crate::account`]). A single silence, however long, is never one: one
 //! occurrence cannot show a repeating timer; its cause's finding carries its duration.
 
@@ -36,7 +38,7 @@ pub const KNOWN_TIMER_TOLERANCE: f64 = 0.03;
 /// clock (the sender waiting with its window full), not a stall (tcpdx choice: a receiver
 /// acknowledging on a coarse timer grid, or a slow link's serialisation, stays within a
 /// few round trips; a timer that stalls a transfer holds it many).
-pub const ACK_CLOCK_RTTS: i64 = 4;
+pub const ACK_CLOCK_RTTS: i64 = crate::infer::idle::ACK_CLOCK_TURNS;
 /// The cluster's median must be at least this many times the median of the connection's
 /// other silences: equal stalls stand out from the connection's own variation (tcpdx
 /// choice: a connection whose silences are all alike shows its rhythm, not a timer).
@@ -50,6 +52,10 @@ pub const ANSWER_WITH_ACK_NS: i64 = 1_000_000;
 /// many round trips of it (tcpdx choice: from any vantage the sender's answer to an ACK
 /// shows within one round trip; later, it had nothing waiting on the ACK).
 pub const WAITED_RTTS: i64 = 2;
+
+/// Longest wait a receiver's delayed-ACK timer explains (tcpdx choice: the longest
+/// common timers, 200 ms, plus scheduling jitter).
+pub const DELACK_MAX_NS: i64 = 250_000_000;
 
 /// A stall candidate: (start, end, frame ending it).
 type Stall = (i64, i64, u64);
@@ -68,6 +74,15 @@ pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
     if !g.in_flight && g.next_has_data && g.last_data_dir.is_some_and(|d| d != g.next_dir) {
         return false;
     }
+    // The client's turn: the server's data in flight, acknowledged by the client's next
+    // request (its ACK rides with it): the client's think time, not a timer's.
+    if g.in_flight
+        && g.next_has_data
+        && g.next_dir == Dir::ClientToServer
+        && g.last_data_dir == Some(Dir::ServerToClient)
+    {
+        return false;
+    }
     // The ACK clock: data in flight, an ACK within a few round trips; or, seen from the
     // receiver, the sender's own data resuming once the ACKs it waited for reached it.
     let acks_or_resumes = !g.next_has_data || g.last_data_dir == Some(g.next_dir);
@@ -79,6 +94,16 @@ pub fn unexplained(cx: &ConnContext<'_>, g: &Gap) -> bool {
         .zero_windows
         .iter()
         .any(|z| z.start <= g.end && g.start <= z.end)
+}
+
+/// True if `g` is a receiver's delayed ACK of a lone segment: data in flight, the last
+/// of it sent alone after a silence of its own (`lone`: nothing for the receiver's ACK to
+/// pair it with), acknowledged by the other side's pure ACK within [`DELACK_MAX_NS`].
+pub fn lone_delayed_ack(g: &Gap, lone: bool) -> bool {
+    lone && g.in_flight
+        && !g.next_has_data
+        && g.last_data_dir.is_some_and(|d| d != g.next_dir)
+        && g.duration() <= DELACK_MAX_NS
 }
 
 /// The side whose held ACK may end `g` as a turn: one side's data in flight, ended by
@@ -176,10 +201,18 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if long.peek().is_none() {
         return Vec::new();
     }
-    let mut sided: Vec<(Stall, Option<Dir>)> = long
-        .filter(|g| unexplained(cx, g))
-        .map(|g| ((g.start, g.end, g.frame_after), acking_side(&g)))
-        .collect();
+    drop(long);
+    let mut sided: Vec<(Stall, Option<Dir>)> = Vec::new();
+    let mut prev: Option<Gap> = None;
+    for g in c.gaps.iter() {
+        let lone = prev.is_some_and(|p| {
+            p.end == g.start && p.next_has_data && g.last_data_dir == Some(p.next_dir)
+        });
+        prev = Some(g);
+        if g.duration() >= FIXED_MIN_NS && unexplained(cx, &g) && !lone_delayed_ack(&g, lone) {
+            sided.push(((g.start, g.end, g.frame_after), acking_side(&g)));
+        }
+    }
     if sided.len() < MIN_REPEATS {
         return Vec::new();
     }

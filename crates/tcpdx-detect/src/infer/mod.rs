@@ -2,6 +2,7 @@
 //! (RTT, its split around the capture point, options, SYN retransmissions) and the
 //! connection's silent gaps.
 
+pub mod idle;
 pub mod limit;
 pub mod pauses;
 mod records;

@@ -191,9 +191,8 @@ fn log_segments(ev: &mut StorageEvidence, segs: &[SegmentAnalysis]) {
     }
 }
 
-#[test]
-fn commit_stalls_at_a_timer_with_a_silent_connection() {
-    // Ten 10 ms COMMITs, then one of 5.004 s during which the connection is silent.
+/// Ten 10 ms COMMITs, then one of 5.004 s during which the connection is silent.
+fn one_long_commit() -> StorageEvidence {
     let mut ev = StorageEvidence::new();
     ev.start(Timestamp(0));
     let mut frame = 1;
@@ -209,47 +208,62 @@ fn commit_stalls_at_a_timer_with_a_silent_connection() {
     segs.push(segment(frame + 1, 6.004, 0));
     ev.transaction(&tx(99, "COMMIT", 21, (frame, 1.0), (frame + 1, 6.004)));
     log_segments(&mut ev, &segs);
+    ev
+}
+
+#[test]
+fn one_held_commit_at_a_timer_is_named_on_the_idle_time_not_a_timer_stall() {
+    // With the connection's idle-time finding: the operation and its service time are
+    // its evidence; one hold shows no repeating timer.
+    let ev = one_long_commit();
     let mut d = Diagnosis::default();
+    let mut idle = Finding::new(FindingKind::ApplicationLimited, Some(3));
+    idle.cost.seconds = 5.0;
+    d.findings.push(idle);
     add_findings(&ev, &mut d);
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.kind != FindingKind::FixedDurationStall),
+        "{:#?}",
+        d.findings
+    );
     let f = d
         .findings
         .iter()
-        .find(|f| f.kind == FindingKind::FixedDurationStall)
-        .expect("a stall finding");
-    assert_eq!(f.stream, Some(3));
-    assert_eq!(f.episodes, 1);
+        .find(|f| f.kind == FindingKind::ApplicationLimited)
+        .expect("the idle-time finding");
     assert!(
-        f.explanation
-            .contains("COMMIT (id 0x63, frames 21 -> 22) took 5.004 s"),
-        "{}",
-        f.explanation
-    );
-    assert!(
-        f.explanation.contains("silent for 5.004 s"),
-        "{}",
-        f.explanation
-    );
-    assert!(
-        f.explanation.contains("the server held the reply"),
+        f.explanation.contains(
+            "the server held 1 operation(s) of 100 ms or more with no window limit meanwhile: COMMIT (id 0x63, frames 21 -> 22) 5.004 s where its median is 10.0 ms."
+        ),
         "{}",
         f.explanation
     );
     assert_eq!(f.evidence.len(), 2);
+    // Without one (the TCP layer saw no idle time worth a finding): no finding of its own.
+    let mut d = Diagnosis::default();
+    add_findings(&ev, &mut d);
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
 }
 
-#[test]
-fn a_slow_operation_with_retransmissions_points_at_the_network() {
+/// Ten 10 ms WRITEs, then `n` WRITEs of about 1.2 s starting `every` s apart, with a
+/// retransmission in each if `retx`.
+fn slow_writes(n: u64, every: f64, retx: bool) -> Diagnosis {
     let mut ev = StorageEvidence::new();
     ev.start(Timestamp(0));
     for i in 0..10u64 {
         let t0 = i as f64 * 0.1;
         ev.transaction(&tx(i, "WRITE", 7, (i * 2 + 1, t0), (i * 2 + 2, t0 + 0.01)));
     }
-    // Three WRITEs of about 1.2 s each (not a known timer, but repeated).
     let mut segs = Vec::new();
-    for k in 0..3u64 {
-        let t0 = 2.0 + k as f64 * 2.0;
-        segs.push(segment(100 + k * 10, t0 + 0.3, F::RETRANSMISSION));
+    for k in 0..n {
+        let t0 = 2.0 + k as f64 * every;
+        segs.push(segment(
+            100 + k * 10,
+            t0 + 0.3,
+            if retx { F::RETRANSMISSION } else { 0 },
+        ));
         ev.transaction(&tx(
             50 + k,
             "WRITE",
@@ -261,22 +275,71 @@ fn a_slow_operation_with_retransmissions_points_at_the_network() {
     log_segments(&mut ev, &segs);
     let mut d = Diagnosis::default();
     add_findings(&ev, &mut d);
-    let f = d
-        .findings
+    d
+}
+
+fn stall(d: &Diagnosis) -> Option<&Finding> {
+    d.findings
         .iter()
         .find(|f| f.kind == FindingKind::FixedDurationStall)
-        .unwrap();
-    assert_eq!(f.episodes, 3);
-    assert!(
-        f.explanation.contains("1 retransmission(s)"),
-        "{}",
-        f.explanation
-    );
-    assert!(
-        f.explanation.contains("part of the wait is the network"),
-        "{}",
-        f.explanation
-    );
+}
+
+#[test]
+fn equal_holds_are_a_timer_from_three_separate_ones() {
+    for (n, want) in [
+        (MIN_REPEATS as u64 - 1, false),
+        (MIN_REPEATS as u64, true),
+        (MIN_REPEATS as u64 + 1, true),
+    ] {
+        let d = slow_writes(n, 2.0, false);
+        assert_eq!(stall(&d).is_some(), want, "{n} holds: {:#?}", d.findings);
+        if let Some(f) = stall(&d) {
+            assert_eq!(f.episodes as usize, n as usize);
+            assert!(
+                f.explanation.contains("the server held the reply"),
+                "{}",
+                f.explanation
+            );
+        }
+    }
+}
+
+#[test]
+fn equal_waits_that_overlap_are_one_stop_of_the_server_not_a_timer() {
+    // Three WRITEs outstanding together through one 1.2 s stop.
+    let d = slow_writes(MIN_REPEATS as u64, 0.05, false);
+    assert!(stall(&d).is_none(), "{:#?}", d.findings);
+}
+
+#[test]
+fn slow_operations_with_retransmissions_are_the_network_not_a_timer() {
+    let d = slow_writes(MIN_REPEATS as u64 + 1, 2.0, true);
+    assert!(stall(&d).is_none(), "{:#?}", d.findings);
+}
+
+#[test]
+fn held_operations_are_named_from_the_shortest_slow_one() {
+    // Every operation slow alike (no usual time to stand out from): named all the same,
+    // with the retransmissions meanwhile; below STALL_MIN_NS none is.
+    for (srt_s, named) in [(0.1, true), (0.099, false)] {
+        let mut ev = StorageEvidence::new();
+        ev.start(Timestamp(0));
+        let segs = vec![segment(2, 0.05, F::RETRANSMISSION), segment(3, srt_s, 0)];
+        ev.transaction(&tx(7, "READ", 6, (1, 0.0), (3, srt_s)));
+        log_segments(&mut ev, &segs);
+        let mut d = Diagnosis::default();
+        d.findings
+            .push(Finding::new(FindingKind::ApplicationLimited, Some(3)));
+        add_findings(&ev, &mut d);
+        let f = &d.findings[0];
+        assert_eq!(
+            f.explanation.contains("READ (id 0x7, frames 1 -> 3)")
+                && f.explanation.contains("(1 retransmission(s) meanwhile)"),
+            named,
+            "{srt_s} s: {}",
+            f.explanation
+        );
+    }
 }
 
 #[test]

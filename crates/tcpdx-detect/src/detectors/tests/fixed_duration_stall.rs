@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::detectors::fixed_duration_stall::{
-    ACK_CLOCK_RTTS, ANSWER_WITH_ACK_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE, STANDOUT,
-    WAITED_RTTS, equal_durations, stands_out,
+    ACK_CLOCK_RTTS, ANSWER_WITH_ACK_NS, DELACK_MAX_NS, MIN_REPEATS, SAME_DURATION_TOLERANCE,
+    STANDOUT, WAITED_RTTS, equal_durations, stands_out,
 };
 
 /// `n` requests of 200 bytes whose ACK (with the answer) comes `hold_ms[i]` later: data in
@@ -239,4 +239,69 @@ fn the_clients_own_pauses_are_idle_time_not_a_timer_stall() {
         a.cost.seconds
     );
     assert_eq!(a.severity, Severity::Info);
+}
+
+#[test]
+fn a_clients_next_request_carrying_its_ack_is_its_turn_not_a_timer_stall() {
+    // Captured next to the server: each answer is acknowledged by the client's next
+    // request, the same 60 ms later each time (the round trip and the client's think
+    // time): the client's turn. The server holding its answers as long is still a
+    // silence no other cause explains (`equal_silences_with_data_in_flight_...`).
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20.0).client_sends(AUTO, 139);
+    for _ in 0..4 {
+        t.after_ms(8.0).server_sends(AUTO, 696);
+        t.after_ms(60.0).client_sends(AUTO, 139);
+    }
+    t.after_ms(8.0).server_sends(AUTO, 696);
+    t.after_ms(1.0).client_acks(AUTO);
+    let d = diagnose(&t);
+    assert!(
+        d.findings.iter().all(|f| f.kind != K::FixedDurationStall),
+        "{:#?}",
+        d.findings
+    );
+}
+
+/// Four rounds of 4 segments acknowledged at once, each followed 20 ms later by one
+/// segment sent alone that the receiver acknowledges `ack_ms` later.
+fn lone_segments_acked_after(ack_ms: f64, lone: bool) -> Script {
+    let mut t = Script::new();
+    t.handshake();
+    t.after_ms(1);
+    for _ in 0..4 {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, 4, MSS);
+        t.after_ms(0.5).server_acks(AUTO);
+        t.after_ms(20.0).client_sends(AUTO, MSS);
+        if !lone {
+            t.after_ms(0.01).client_sends(AUTO, MSS);
+        }
+        t.after_ms(ack_ms).server_acks(AUTO);
+        t.after_ms(20.0);
+    }
+    t
+}
+
+#[test]
+fn a_delayed_ack_of_a_lone_segment_is_not_a_timer_stall() {
+    // A segment sent alone after a silence has nothing to pair with: the receiver holds
+    // its ACK for its delayed-ACK timer, up to DELACK_MAX_NS; longer, or with two
+    // segments to acknowledge, equal waits are a silence no other cause explains.
+    let max = DELACK_MAX_NS as f64 / 1e6;
+    for (ack_ms, lone, want) in [
+        (49.4, true, false),
+        (max, true, false),
+        (max * 1.1, true, true),
+        (49.4, false, true),
+    ] {
+        let d = diagnose(&lone_segments_acked_after(ack_ms, lone));
+        assert_eq!(
+            d.findings.iter().any(|f| f.kind == K::FixedDurationStall),
+            want,
+            "ACK {ack_ms} ms after a lone ({lone}) segment: {:#?}",
+            d.findings
+        );
+    }
 }

@@ -11,6 +11,7 @@ use crate::{Diagnoser, Diagnosis};
 
 const MSS: u32 = 1448;
 
+mod application_limited;
 mod capture_quality;
 mod cwnd_collapse;
 mod delack_slowstart_stall;
