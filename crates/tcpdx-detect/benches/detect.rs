@@ -55,6 +55,7 @@ fn round(i: u64) -> Round {
         in_recovery: false,
         timeout: false,
         recovery_at_end: false,
+        paced: false,
         rcv_window: 1_048_576,
         max_in_flight: 8_688,
     }

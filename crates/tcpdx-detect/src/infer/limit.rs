@@ -1,17 +1,23 @@
 //! What limited the sender in each round trip ([`Limit`]), and its congestion window where
 //! the capture shows it ([`RoundLimit::cwnd_est`]).
 //!
-//! Read from the rounds alone, in order ([`Classifier`]): a timeout or a loss episode
-//! first; then a flight at the receiver's advertised window; then the flight's trend. A
+//! Read from the rounds alone, in order ([`Classifier`]): a timeout or the Recovery state
+//! at the round's end first; then a flight at the receiver's advertised window; then, next
+//! to the sender, a flight below the smallest window the sender can have (the initial
+//! window before any loss, the largest flight since the last loss: a window does not
+//! shrink without one) is the sender's own, and the flight's trend decides the rest. A
 //! Linux sender grows its congestion window only while that window limits it
 //! (`tcp_is_cwnd_limited`): a flight that grows round after round is the window; one that
 //! stays flat for [`FLAT_ROUNDS`] rounds, or shrinks without a loss, is held by the sender
-//! itself (its send buffer or application), or by its pacing rate when it is paced.
+//! itself (its send buffer or application), or by its pacing rate when its departures are
+//! paced ([`Round::paced`]: BBR).
 //!
 //! Where the estimate comes from ([`Vantage`]): next to the sender the largest flight of
 //! a round is what its window let out; from the receiver's side or the middle, the flight
 //! is not visible (the data is acknowledged as it arrives) and the estimate is the data
-//! that arrives per round trip.
+//! that arrives per round trip. That estimate follows the window too loosely to show a
+//! sender holding back below it, so from there a round is the window's unless it carried
+//! less than the initial window before any loss.
 
 use super::Round;
 
@@ -27,6 +33,25 @@ pub const FLAT_SEGMENTS: f64 = 0.5;
 /// A flight this many segments below the previous round's, without a loss, is the
 /// sender's own (tcpdx choice: a window does not shrink without a loss).
 pub const SHRINK_SEGMENTS: f64 = 2.0;
+
+/// Segments of a Linux sender's initial window (RFC 6928): a sender that has lost nothing
+/// has a window at least this large.
+pub const INITIAL_WINDOW_SEGMENTS: f64 = 10.0;
+
+/// A flight below this share of the smallest window the sender can have (the initial
+/// window, or the largest flight since its last loss: a window does not shrink without a
+/// loss) is the sender's own (tcpdx choice: the kernel counts a window as the limit from
+/// 90% of it in flight; a little below, for the capture's view of the flight).
+pub const BELOW_WINDOW_SHARE: f64 = 0.85;
+
+/// A flight within this many segments of the receiver's advertised window is at it (tcpdx
+/// choice: Linux holds a segment back that does not fit whole, and waits for room for a
+/// larger burst with segmentation offload).
+pub const RWND_SEGMENTS: f64 = 3.0;
+
+/// A pause between rounds this long (Linux's smallest retransmission timeout) lets the
+/// window restart from the initial one (`tcp_slow_start_after_idle`).
+pub const IDLE_RESTART_NS: i64 = 200_000_000;
 
 /// What held the sender back in a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -80,7 +105,9 @@ pub enum Vantage {
     /// Next to the sender: the flight is seen as it leaves (exact to a segment).
     Sender,
     /// Next to the receiver or in the middle: the flight is the data arriving per round
-    /// trip (exact to the round trip's measure, within a quarter in the lab).
+    /// trip, scaled by the handshake's round trip (which misses the queue: within about a
+    /// half), and the limit is the window's unless loss, the receiver's window or a round
+    /// below the initial window (before a loss) says otherwise.
     Receiver,
 }
 
@@ -138,6 +165,14 @@ pub struct Classifier {
     prev_flight: Option<f64>,
     prev_limit: Option<Limit>,
     flat: u32,
+    /// The largest flight since the last loss or idle restart (bytes).
+    high: f64,
+    /// A loss was seen (the initial window no longer bounds the window from below).
+    lost: bool,
+    /// The previous round had a loss.
+    lossy_prev: bool,
+    /// The previous round's end (ns).
+    prev_end: Option<i64>,
 }
 
 impl Classifier {
@@ -151,7 +186,28 @@ impl Classifier {
             prev_flight: None,
             prev_limit: None,
             flat: 0,
+            high: 0.0,
+            lost: false,
+            lossy_prev: false,
+            prev_end: None,
         }
+    }
+
+    /// The smallest window the sender can have now (bytes): the largest flight since its
+    /// last loss, and the initial window before any.
+    fn window_floor(&self) -> f64 {
+        if self.lost {
+            self.high
+        } else {
+            self.high.max(INITIAL_WINDOW_SEGMENTS * self.mss)
+        }
+    }
+
+    /// The flight reached the receiver's window: within [`RWND_SEGMENTS`] of the window
+    /// advertised at the round's end. (A window full for a moment early in a round, while
+    /// the receiver still opens it in slow start, leaves the congestion window the limit.)
+    fn at_receiver_window(&self, r: &Round, flight: f64) -> bool {
+        r.rcv_window > 0 && flight + RWND_SEGMENTS * self.mss >= r.rcv_window as f64
     }
 
     /// The round's flight in bytes from this vantage.
@@ -177,14 +233,13 @@ impl Classifier {
         }
     }
 
-    /// Whether the round is one of loss recovery. Next to the sender: the episode was open
-    /// at its end, or it retransmitted in it (the kernel leaves Recovery at the ACK that ends
-    /// the episode). From the receiver's side the episode's times are the capture's, half a
-    /// round trip off the sender's: any overlap.
+    /// Whether the round is one of loss recovery: the sender was in Recovery at its end
+    /// ([`Round::recovery_at_end`]; a round that saw a whole episode start and end is the
+    /// window's again).
     fn in_recovery(&self, r: &Round) -> bool {
         match self.vantage {
-            Vantage::Sender => r.recovery_at_end || (r.in_recovery && r.retx > 0),
-            Vantage::Receiver => r.in_recovery,
+            Vantage::Sender => r.recovery_at_end,
+            Vantage::Receiver => r.recovery_at_end,
         }
     }
 
@@ -193,22 +248,57 @@ impl Classifier {
         let flight = self.flight(r);
         let segs = flight / self.mss;
         let prev = self.prev_flight.replace(flight);
-        let after_loss = matches!(self.prev_limit, Some(Limit::Recovery | Limit::Timeout));
+        let lossy = r.retx > 0 || r.in_recovery || r.timeout;
+        let after_loss =
+            self.lossy_prev || matches!(self.prev_limit, Some(Limit::Recovery | Limit::Timeout));
+        // After a pause the window restarts: the rounds before say nothing of it.
+        let idle = self
+            .prev_end
+            .is_some_and(|e| r.start - e >= IDLE_RESTART_NS);
+        let prev = if idle {
+            self.high = self.high.min(INITIAL_WINDOW_SEGMENTS * self.mss);
+            self.flat = 0;
+            None
+        } else {
+            prev
+        };
+        let floor = self.window_floor();
+        // Departures spaced by a pacing timer are seen only next to the sender.
+        let paced = self.vantage == Vantage::Sender && r.paced;
+        // Below the windows: the sender's pacing rate, or else the sender itself.
+        let own = if paced { Limit::Pacing } else { Limit::Sender };
         let limit = if r.timeout {
             Limit::Timeout
         } else if self.in_recovery(r) {
             Limit::Recovery
-        } else if r.rwnd_limited {
+        } else if self.at_receiver_window(r, flight) {
             Limit::ReceiverWindow
+        } else if lossy || after_loss {
+            self.flat = 0;
+            Limit::Cwnd
+        } else if self.vantage == Vantage::Receiver {
+            // The data arriving per round trip follows the window too loosely to show the
+            // sender holding back below it, except below the initial window before a loss.
+            if !self.lost
+                && (r.bytes as f64) < BELOW_WINDOW_SHARE * INITIAL_WINDOW_SEGMENTS * self.mss
+            {
+                Limit::Sender
+            } else {
+                Limit::Cwnd
+            }
+        } else if flight < BELOW_WINDOW_SHARE * floor {
+            own
         } else {
             match prev {
                 None => Limit::Cwnd,
-                Some(_) if after_loss => Limit::Cwnd,
                 Some(p) => {
                     let delta = (flight - p) / self.mss;
                     if delta > FLAT_SEGMENTS {
                         self.flat = 0;
                         Limit::Cwnd
+                    } else if paced {
+                        // Paced and not growing: the rate, not a window, sets the flight.
+                        Limit::Pacing
                     } else if delta < -SHRINK_SEGMENTS {
                         self.flat = FLAT_ROUNDS;
                         Limit::Sender
@@ -223,9 +313,18 @@ impl Classifier {
                 }
             }
         };
-        if !matches!(limit, Limit::Cwnd | Limit::Sender) {
+        if !matches!(limit, Limit::Cwnd | Limit::Sender | Limit::Pacing) {
             self.flat = 0;
         }
+        // A loss cuts the window: what it lets out is known again from the next rounds.
+        if lossy {
+            self.lost = true;
+            self.high = 0.0;
+        } else {
+            self.high = self.high.max(flight);
+        }
+        self.lossy_prev = lossy;
+        self.prev_end = Some(r.end);
         self.prev_limit = Some(limit);
         let cwnd_est = match limit {
             Limit::Cwnd | Limit::Recovery | Limit::Timeout => Some(segs.max(1.0)),
@@ -358,14 +457,17 @@ mod tests {
         assert_eq!(limits(&rounds), [Limit::Cwnd, Limit::Recovery, Limit::Cwnd]);
         // Next to the sender, a round that saw the episode end without retransmitting is
         // not one of recovery; from the receiver's side it is.
+        // A round that saw an episode start and end (retransmissions included) is not one
+        // of recovery: the kernel was out of Recovery at its end; nor is the one after it
+        // held by the sender.
         rounds[1].recovery_at_end = false;
-        assert_eq!(limits(&rounds)[1], Limit::Cwnd);
         rounds[1].retx = 1;
-        assert_eq!(limits(&rounds)[1], Limit::Recovery);
-        rounds[1].retx = 0;
+        assert_eq!(limits(&rounds), [Limit::Cwnd; 3]);
+        // From the receiver's side too.
+        rounds[1].recovery_at_end = true;
         let mut c = Classifier::new(MSS, 10_000_000, Vantage::Receiver);
         let got: Vec<Limit> = rounds.iter().map(|r| c.next(r).limit).collect();
-        assert_eq!(got[1], Limit::Recovery);
+        assert_eq!(got, [Limit::Cwnd, Limit::Recovery, Limit::Cwnd]);
     }
 
     #[test]
@@ -380,9 +482,114 @@ mod tests {
         let l = Classifier::new(MSS, 0, Vantage::Sender).next(&r);
         assert_eq!((l.limit, l.cwnd_est), (Limit::Timeout, Some(1.0)));
         let mut r = round(0, 10);
-        r.rwnd_limited = true;
+        r.rcv_window = 10_000;
         let l = Classifier::new(MSS, 0, Vantage::Sender).next(&r);
         assert_eq!((l.limit, l.cwnd_est), (Limit::ReceiverWindow, None));
+    }
+
+    #[test]
+    fn a_flight_within_rwnd_segments_of_the_window_is_at_it() {
+        let mss = f64::from(MSS);
+        for (window, at) in [
+            (20.0 + RWND_SEGMENTS, true),
+            (20.0 + RWND_SEGMENTS + 0.01, false),
+        ] {
+            let mut r = round(0, 20);
+            r.rcv_window = (window * mss) as u64;
+            // The round's own sign of a full window does not count once the receiver has
+            // opened it further.
+            r.rwnd_limited = true;
+            let l = Classifier::new(MSS, 0, Vantage::Sender).next(&r);
+            assert_eq!(l.limit == Limit::ReceiverWindow, at, "window {window}");
+        }
+    }
+
+    #[test]
+    fn below_the_initial_window_without_a_loss_is_the_sender() {
+        let iw = INITIAL_WINDOW_SEGMENTS * BELOW_WINDOW_SHARE * f64::from(MSS);
+        for vantage in [Vantage::Sender, Vantage::Receiver] {
+            for (bytes, want) in [(iw - 1.0, Limit::Sender), (iw, Limit::Cwnd)] {
+                let mut r = round(0, 0);
+                (r.bytes, r.max_in_flight, r.acked) = (bytes as u64, bytes as u64, bytes as u64);
+                let l = Classifier::new(MSS, 10_000_000, vantage).next(&r);
+                assert_eq!(l.limit, want, "{vantage:?} {bytes}");
+            }
+        }
+        // After a loss the window may be smaller: a small flight is the window's again.
+        for vantage in [Vantage::Sender, Vantage::Receiver] {
+            let mut c = Classifier::new(MSS, 10_000_000, vantage);
+            let mut lossy = round(0, 20);
+            lossy.retx = 2;
+            c.next(&lossy);
+            c.next(&round(1, 5));
+            assert_eq!(c.next(&round(2, 6)).limit, Limit::Cwnd, "{vantage:?}");
+        }
+    }
+
+    #[test]
+    fn below_the_largest_flight_since_a_loss_is_the_sender() {
+        // 20, 19, 18, 17.1 segments: flat (a segment less each round); then just below
+        // BELOW_WINDOW_SHARE of the 20 the sender, at it still the window.
+        let floor = 20.0 * BELOW_WINDOW_SHARE;
+        for (last, want) in [(floor - 0.01, Limit::Sender), (floor, Limit::Cwnd)] {
+            let mut c = Classifier::new(MSS, 10_000_000, Vantage::Sender);
+            for (i, f) in [20.0, 19.0, 18.0, 17.1].into_iter().enumerate() {
+                let mut r = round(i as i64, 0);
+                r.max_in_flight = (f * f64::from(MSS)) as u64;
+                assert_eq!(c.next(&r).limit, Limit::Cwnd, "round {i}");
+            }
+            let mut r = round(4, 0);
+            r.max_in_flight = (last * f64::from(MSS)).round() as u64;
+            assert_eq!(c.next(&r).limit, want, "{last} segments");
+        }
+    }
+
+    #[test]
+    fn after_a_pause_the_window_restarts() {
+        // 30 segments, then 9 after a pause: the restarted window (the kernel's cwnd is the
+        // initial one), but the sender's own after a shorter one.
+        for (gap, want) in [
+            (IDLE_RESTART_NS, Limit::Cwnd),
+            (IDLE_RESTART_NS - 1, Limit::Sender),
+        ] {
+            let mut c = Classifier::new(MSS, 10_000_000, Vantage::Sender);
+            let first = round(0, 30);
+            c.next(&first);
+            let mut r = round(0, 9);
+            r.start = first.end + gap;
+            r.end = r.start + 10_000_000;
+            assert_eq!(c.next(&r).limit, want, "pause {gap}");
+        }
+    }
+
+    #[test]
+    fn paced_departures_without_growth_are_pacing() {
+        let paced = |i: i64, f: u64| Round {
+            paced: true,
+            ..round(i, f)
+        };
+        // Growing (BBR's startup): the window; flat: the pacing rate.
+        let mut c = Classifier::new(MSS, 10_000_000, Vantage::Sender);
+        assert_eq!(c.next(&paced(0, 20)).limit, Limit::Cwnd);
+        assert_eq!(c.next(&paced(1, 40)).limit, Limit::Cwnd);
+        let l = c.next(&paced(2, 40));
+        assert_eq!((l.limit, l.cwnd_est), (Limit::Pacing, None));
+        // Below the windows: pacing, not the sender.
+        assert_eq!(c.next(&paced(3, 20)).limit, Limit::Pacing);
+        // From the receiver's side departures are not seen.
+        let mut c = Classifier::new(MSS, 10_000_000, Vantage::Receiver);
+        c.next(&paced(0, 40));
+        assert_eq!(c.next(&paced(1, 40)).limit, Limit::Cwnd);
+    }
+
+    #[test]
+    fn from_the_receiver_a_flat_flight_stays_the_window() {
+        let mut c = Classifier::new(MSS, 10_000_000, Vantage::Receiver);
+        for i in 0..(FLAT_ROUNDS as i64 + 3) {
+            assert_eq!(c.next(&round(i, 30)).limit, Limit::Cwnd, "round {i}");
+        }
+        // A shrinking one too.
+        assert_eq!(c.next(&round(20, 15)).limit, Limit::Cwnd);
     }
 
     #[test]

@@ -51,6 +51,8 @@ const SAME_SHAPE: u8 = 16;
 const TIMEOUT: u8 = 32;
 /// A loss episode was still open at the round's end.
 const RECOVERY_AT_END: u8 = 64;
+/// The round's departures were paced.
+const PACED: u8 = 128;
 
 /// The fields the next round is encoded against.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -123,9 +125,9 @@ const MAX_ROUND_BYTES: usize = 3 + 8 * 8;
 const MAX_VALUES: usize = 8;
 
 /// Bits of a header before the values' length codes.
-const FLAG_BITS: u32 = 7;
+const FLAG_BITS: u32 = 8;
 
-/// Bytes of the header of a round of `values` values: 7 flag bits and a 2-bit code a value.
+/// Bytes of the header of a round of `values` values: 8 flag bits and a 2-bit code a value.
 #[inline]
 fn header_len(values: usize) -> usize {
     if values <= 4 { 2 } else { 3 }
@@ -141,7 +143,7 @@ fn value_count(flags: u8) -> usize {
         + usize::from(flags & SAME_WINDOW == 0)
 }
 
-/// One round's bytes: a header (the flags in its low 7 bits, then for each value 2 bits
+/// One round's bytes: a header (the flags in its low 8 bits, then for each value 2 bits
 /// giving its length, 1, 2, 4 or 8 bytes), then the values, little-endian. Hand-written
 /// for speed: every value's offset follows from the header alone, so the decoder loads
 /// them all at once, where a varint's length is known only once the previous one has been
@@ -341,6 +343,9 @@ impl Rounds {
         }
         if r.recovery_at_end {
             flags |= RECOVERY_AT_END;
+        }
+        if r.paced {
+            flags |= PACED;
         }
         if r.rcv_window == prev.rcv_window {
             flags |= SAME_WINDOW;
@@ -658,6 +663,7 @@ fn decode(b: &[u8], pos: &mut usize, prev: &mut Prev) -> Option<Round> {
         in_recovery: flags & IN_RECOVERY != 0,
         timeout: flags & TIMEOUT != 0,
         recovery_at_end: flags & RECOVERY_AT_END != 0,
+        paced: flags & PACED != 0,
         rcv_window,
         max_in_flight,
     };
@@ -735,6 +741,7 @@ mod tests {
             in_recovery: i % 4 == 1,
             timeout: i % 7 == 2,
             recovery_at_end: i % 6 == 1,
+            paced: i % 8 == 3,
             rcv_window: if i % 50 < 25 { 65_535 << 7 } else { i as u64 },
             max_in_flight: if i == 9 {
                 u64::MAX
@@ -872,6 +879,9 @@ mod tests {
                 TIMEOUT | RWND_LIMITED,
                 TIMEOUT | SAME_SHAPE | NO_RETX | SAME_WINDOW | IN_RECOVERY | RWND_LIMITED,
                 RECOVERY_AT_END | TIMEOUT | SAME_SHAPE | NO_RETX | SAME_WINDOW | IN_RECOVERY,
+                PACED | RWND_LIMITED,
+                PACED | RECOVERY_AT_END | TIMEOUT | SAME_SHAPE | NO_RETX | SAME_WINDOW,
+                PACED,
             ] {
                 let count = value_count(flags);
                 // The value under test in each place, the others small or large.

@@ -27,6 +27,14 @@ pub const RATE_MIN_RTT_SHARE: f64 = 0.8;
 /// Rounds shorter than this many segments do not measure the path rate (tcpdx choice: a
 /// handful of segments is dominated by ACK timing, not by the bottleneck).
 pub const RATE_MIN_PKTS: u32 = 4;
+/// A burst (a segment this long after the previous one) that starts this long after the
+/// latest ACK was not released by an ACK: a pacing timer's (tcpdx choice: an ACK-clocked
+/// Linux sender answers an ACK within tens of microseconds; BBR's pacing spaces its bursts
+/// by about a millisecond's worth of data).
+pub const PACE_GAP_NS: i64 = 200_000;
+/// Bursts a round needs before its departures say whether it is paced (tcpdx choice: a few
+/// ACK-clocked bursts late behind a delayed ACK would otherwise look paced).
+pub const PACED_MIN_BURSTS: u32 = 4;
 
 /// One round trip of the sender: segments sent between two ACKs one RTT apart.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -50,14 +58,18 @@ pub struct Round {
     /// The round ended in a retransmission timeout or retransmitted after one (the
     /// sender's Loss state).
     pub timeout: bool,
-    /// The loss episode was still open at the round's end (the kernel's Recovery state
-    /// then).
+    /// The sender was in loss recovery at the round's end: an episode with a retransmission
+    /// was open until the ACK that closed the round (the kernel's Recovery state then).
     pub recovery_at_end: bool,
     /// The receiver's advertised window at the end of the round (bytes).
     pub rcv_window: u64,
     /// Largest number of bytes in flight (sent, not yet acknowledged, as the capture sees
     /// it) when a segment of the round was sent: the sender's effective window.
     pub max_in_flight: u64,
+    /// Most of the round's bursts (at least [`PACED_MIN_BURSTS`]) left the sender neither
+    /// right after an ACK nor right after another segment ([`PACE_GAP_NS`]): a pacing rate,
+    /// not the ACK clock, released them.
+    pub paced: bool,
 }
 
 impl Round {
@@ -90,6 +102,9 @@ pub(super) struct RoundAcc {
     in_recovery: bool,
     timeout: bool,
     max_in_flight: u64,
+    /// Bursts started in the round, and those not released by an ACK ([`PACE_GAP_NS`]).
+    bursts: u32,
+    paced_bursts: u32,
     /// After a timeout: what was in flight then (its ACK ends the Loss state), 0 outside.
     loss_point: u64,
     /// After a timeout: the highest sequence end sent since.
@@ -114,6 +129,8 @@ impl RoundAcc {
         self.in_recovery = false;
         self.timeout = self.loss_point != 0;
         self.max_in_flight = 0;
+        self.bursts = 0;
+        self.paced_bursts = 0;
     }
 }
 
@@ -137,6 +154,11 @@ impl SenderState {
         }
         self.round.pkts += 1;
         self.round.bytes += u64::from(a.len);
+        let ts = a.ts.0;
+        if ts - self.last_send > PACE_GAP_NS {
+            self.round.bursts += 1;
+            self.round.paced_bursts += u32::from(ts - self.last_ack > PACE_GAP_NS);
+        }
         if !retx {
             let bif = a.bytes_in_flight.map_or(0, u64::from);
             self.round.max_in_flight = self.round.max_in_flight.max(bif);
@@ -187,10 +209,21 @@ impl SenderState {
             rwnd_limited: self.round.rwnd_limited,
             in_recovery: self.round.in_recovery || self.episode.is_some(),
             timeout: self.round.timeout,
-            recovery_at_end: self.episode.is_some(),
+            recovery_at_end: self.in_recovery_state(ts),
             rcv_window: window,
             max_in_flight: self.round.max_in_flight,
+            paced: self.round.bursts >= PACED_MIN_BURSTS
+                && 2 * self.round.paced_bursts > self.round.bursts,
         }
+    }
+
+    /// Whether the sender was in its Recovery state just before the event at `ts`: an
+    /// episode had retransmitted (duplicate ACKs alone are the kernel's Disorder), or the
+    /// ACK at `ts` has just ended such an episode (the kernel leaves Recovery on it: the
+    /// round it closes was sent in Recovery).
+    #[inline]
+    fn in_recovery_state(&self, ts: i64) -> bool {
+        self.episode.as_ref().is_some_and(|e| e.retx > 0) || self.last_episode_end == Some(ts)
     }
 
     /// The ACK `a` of the peer: closes the open round if it covers the round's first data
@@ -379,5 +412,78 @@ mod tests {
         f.data(t + 3 * rtt, end, MSS, 0);
         f.ack(t + 4 * rtt, end + u64::from(MSS));
         assert!(!f.s.rounds.iter().last().unwrap().timeout);
+    }
+
+    #[test]
+    fn a_round_is_paced_when_most_bursts_leave_between_acks() {
+        // PACED_MIN_BURSTS segments spaced by `gap`, no ACK between: bursts of their own
+        // only above PACE_GAP_NS.
+        for (gap, paced) in [(PACE_GAP_NS, false), (PACE_GAP_NS + 1, true)] {
+            let mut f = Feed::new(10 * MS);
+            let mut seq = 1;
+            for i in 0..i64::from(PACED_MIN_BURSTS) {
+                f.data(T0 + i * gap, seq, MSS, 0);
+                seq += u64::from(MSS);
+            }
+            f.ack(T0 + 20 * MS, seq);
+            let r = f.s.rounds.iter().next().unwrap();
+            assert_eq!(r.paced, paced, "bursts {gap} ns apart");
+        }
+        // One burst fewer than PACED_MIN_BURSTS: too few to say.
+        let mut f = Feed::new(10 * MS);
+        for i in 0..i64::from(PACED_MIN_BURSTS - 1) {
+            f.data(T0 + i * MS, 1 + i as u64 * u64::from(MSS), MSS, 0);
+        }
+        f.ack(T0 + 20 * MS, 1 + u64::from(3 * MSS));
+        assert!(!f.s.rounds.iter().next().unwrap().paced);
+    }
+
+    #[test]
+    fn bursts_that_follow_acks_are_the_ack_clock() {
+        // Bursts a millisecond apart, each 10 µs after an ACK (of nothing new), and the
+        // same bursts without the ACKs.
+        for (acks, paced) in [(true, false), (false, true)] {
+            let mut f = Feed::new(10 * MS);
+            let mut seq = 1;
+            for i in 0..i64::from(PACED_MIN_BURSTS) + 2 {
+                let t = T0 + i * MS;
+                if acks {
+                    f.ack(t, 1);
+                }
+                f.data(t + 10_000, seq, MSS, 0);
+                seq += u64::from(MSS);
+            }
+            f.ack(T0 + 20 * MS, seq);
+            let r = f.s.rounds.iter().next().unwrap();
+            assert_eq!(r.paced, paced, "ACKs before the bursts: {acks}");
+        }
+    }
+
+    #[test]
+    fn a_round_ends_in_recovery_after_a_retransmission_until_the_episode_ends() {
+        use tcpdx_core::AnalysisFlags as F;
+        let rtt = 10 * MS;
+        // (retransmit, ACK closing the round) -> Recovery at the round's end.
+        for (retx, to_end, want) in [
+            // Duplicate ACKs alone: the kernel's Disorder, not Recovery.
+            (false, false, false),
+            // A retransmission, the episode still open at the round's end.
+            (true, false, true),
+            // The ACK that closes the round also ends the episode: sent in Recovery.
+            (true, true, true),
+        ] {
+            let mut f = Feed::new(rtt);
+            let end = f.burst(T0, 1, 10);
+            f.dupack(T0 + 6 * MS, 1, 1, &[(1001, 2001)]);
+            if retx {
+                f.data(T0 + 6 * MS + 100_000, 1, MSS, F::RETRANSMISSION);
+            }
+            f.ack(T0 + rtt, if to_end { end } else { 1001 });
+            let r = f.s.rounds.iter().next().unwrap();
+            assert_eq!(
+                r.recovery_at_end, want,
+                "retransmitted {retx}, to the end {to_end}"
+            );
+        }
     }
 }
