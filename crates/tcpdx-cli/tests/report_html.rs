@@ -426,3 +426,24 @@ fn a_comparison_report_opens_in_chromium_with_its_verdict_and_kinds() {
         png.display()
     );
 }
+
+/// The slow reader's receiver window limits the sender: the page shades those round trips
+/// on the flight graph and says so in the legend (no browser needed to read the page).
+#[test]
+fn a_receiver_window_limited_lab_case_shades_its_limit() {
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/lab/case002_slow_reader/client.pcap.gz");
+    let dir = tempdir("limits");
+    let out = dir.join("slow_reader.html");
+    report(&capture, &out);
+    let html = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        html.contains("\"limit\":\"receiver_window\""),
+        "no receiver-window band in the graphs' data"
+    );
+    assert!(
+        html.contains("<span data-limit=\"receiver_window\"><i class=\"lim-receiver_window\">")
+    );
+    assert!(html.contains("limitHook"));
+}

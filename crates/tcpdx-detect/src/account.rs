@@ -30,8 +30,9 @@ pub const FOLD_LEFT_SHARE: f64 = 0.1;
 /// The order in which findings claim time, the most specific cause first (the time
 /// budget's painting priority, [`crate::State::ALL`]): the handshake before anything (a SYN
 /// waiting for its retransmission is neither a timeout of the transfer nor a loss of it),
-/// timeouts, delayed-ACK waits, the receiver's window, loss repair, then idle time, and
-/// last the equal stalls no other cause explains.
+/// timeouts, delayed-ACK waits, the receiver's window, loss repair, the sender's own limit
+/// (rounds it kept sending in, never idle), then idle time, and last the equal stalls no
+/// other cause explains.
 pub const fn claim_rank(kind: FindingKind) -> u8 {
     match kind {
         FindingKind::HandshakeAndSetup => 0,
@@ -44,10 +45,11 @@ pub const fn claim_rank(kind: FindingKind) -> u8 {
         FindingKind::NetworkLoss => 7,
         FindingKind::SpuriousRetransmission => 8,
         FindingKind::Reordering => 9,
-        FindingKind::ApplicationLimited => 10,
-        FindingKind::FixedDurationStall => 11,
-        FindingKind::CaptureQuality => 12,
-        FindingKind::PathLimited => 13,
+        FindingKind::SenderLimited => 10,
+        FindingKind::ApplicationLimited => 11,
+        FindingKind::FixedDurationStall => 12,
+        FindingKind::CaptureQuality => 13,
+        FindingKind::PathLimited => 14,
     }
 }
 

@@ -7,6 +7,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::infer::idle::IdleTime;
+use crate::infer::limit::Limit;
 use crate::infer::{ConnTracker, TimerPauses};
 use tcpdx_core::Dir;
 
@@ -100,6 +101,41 @@ impl Serialize for StateTimes {
     }
 }
 
+/// Seconds of [`State::Sending`] per limit of the main sender's round covering them
+/// ([`Limit`]: what held the sender back while it sent); sending time no round covers is in
+/// none.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LimitTimes(pub [f64; 6]);
+
+impl LimitTimes {
+    /// Seconds under `l`.
+    pub fn get(&self, l: Limit) -> f64 {
+        self.0[Self::idx(l)]
+    }
+    /// Total seconds.
+    pub fn total(&self) -> f64 {
+        self.0.iter().sum()
+    }
+    fn idx(l: Limit) -> usize {
+        Limit::ALL.iter().position(|x| *x == l).unwrap_or(0)
+    }
+    pub(crate) fn add(&mut self, o: &LimitTimes) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl Serialize for LimitTimes {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut m = ser.serialize_map(Some(Limit::ALL.len()))?;
+        for l in Limit::ALL {
+            m.serialize_entry(l.as_str(), &self.get(l))?;
+        }
+        m.end()
+    }
+}
+
 /// One connection's budget.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ConnBudget {
@@ -109,6 +145,8 @@ pub struct ConnBudget {
     pub seconds: f64,
     /// Seconds per state (they add up to `seconds`).
     pub states: StateTimes,
+    /// The `sending` seconds split by what limited the main sender's round then.
+    pub sending_limits: LimitTimes,
     /// Start, seconds since the capture's first frame (where the findings' episodes are
     /// placed when time is accounted again, [`crate::account::settle_diagnosis`]).
     #[serde(skip)]
@@ -122,6 +160,8 @@ pub struct TimeBudget {
     pub seconds: f64,
     /// Connection-seconds per state.
     pub states: StateTimes,
+    /// Connection-seconds of `sending` per round limit.
+    pub sending_limits: LimitTimes,
     /// Per connection, in stream order.
     pub connections: Vec<ConnBudget>,
 }
@@ -131,6 +171,7 @@ impl TimeBudget {
     pub fn push(&mut self, b: ConnBudget) {
         self.seconds += b.seconds;
         self.states.add(&b.states);
+        self.sending_limits.add(&b.sending_limits);
         self.connections.push(b);
     }
 }
@@ -187,12 +228,64 @@ pub fn connection_budget(c: &ConnTracker, pauses: &TimerPauses) -> ConnBudget {
         };
         iv.push((g.end - n, g.end, state));
     }
+    let dir = c.main_dir();
+    let rounds: Vec<(i64, i64, Limit)> = c
+        .round_limits(dir)
+        .map(|(r, l)| (r.start, r.end, l.limit))
+        .collect();
     ConnBudget {
         stream: c.stream,
         seconds: c.lifetime() as f64 / 1e9,
         states: paint(c.first_ts, c.last_ts, &iv),
+        sending_limits: split_sending(&uncovered(c.first_ts, c.last_ts, &iv), &rounds),
         start_s: c.rel_s(c.first_ts),
     }
+}
+
+/// The parts of `[from, to]` no interval covers (the budget's `sending` time), in order.
+pub fn uncovered(from: i64, to: i64, intervals: &[(i64, i64, State)]) -> Vec<(i64, i64)> {
+    let mut v: Vec<(i64, i64)> = intervals
+        .iter()
+        .map(|&(a, b, _)| (a.max(from), b.min(to)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    v.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = from;
+    for (a, b) in v {
+        if a > at {
+            out.push((at, a));
+        }
+        at = at.max(b);
+    }
+    if to > at {
+        out.push((at, to));
+    }
+    out
+}
+
+/// Seconds of `sending` (sorted, disjoint) inside each round, by the round's limit. Rounds
+/// follow one another (each starts at or after the previous one's start); where two
+/// overlap, the later one's limit takes the overlap.
+pub fn split_sending(sending: &[(i64, i64)], rounds: &[(i64, i64, Limit)]) -> LimitTimes {
+    let mut out = LimitTimes::default();
+    let mut j = 0;
+    for (k, &(a, b, l)) in rounds.iter().enumerate() {
+        // A round's time up to the next round's start is its own.
+        let b = rounds.get(k + 1).map_or(b, |n| b.min(n.0.max(a)));
+        while j < sending.len() && sending[j].1 <= a {
+            j += 1;
+        }
+        let mut i = j;
+        while i < sending.len() && sending[i].0 < b {
+            let (lo, hi) = (sending[i].0.max(a), sending[i].1.min(b));
+            if hi > lo {
+                out.0[LimitTimes::idx(l)] += (hi - lo) as f64 / 1e9;
+            }
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Seconds per state over `[from, to]`, highest-priority state winning where intervals
@@ -248,6 +341,31 @@ mod tests {
         assert!((t.get(State::LossRecovery) - 0.2).abs() < 1e-9);
         assert!((t.get(State::ApplicationIdle) - 0.1).abs() < 1e-9);
         assert!((t.get(State::Sending) - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sending_time_is_split_by_the_rounds_limits() {
+        let iv = [(200 * MS, 300 * MS, State::LossRecovery)];
+        let sending = uncovered(0, 1000 * MS, &iv);
+        assert_eq!(sending, [(0, 200 * MS), (300 * MS, 1000 * MS)]);
+        let rounds = [
+            (100 * MS, 250 * MS, Limit::Cwnd),
+            // overlaps the next round: cut at its start
+            (250 * MS, 450 * MS, Limit::Recovery),
+            (400 * MS, 600 * MS, Limit::Sender),
+            (700 * MS, 800 * MS, Limit::ReceiverWindow),
+        ];
+        let t = split_sending(&sending, &rounds);
+        assert!((t.get(Limit::Cwnd) - 0.1).abs() < 1e-9, "{t:?}");
+        assert!((t.get(Limit::Recovery) - 0.1).abs() < 1e-9, "{t:?}");
+        assert!((t.get(Limit::Sender) - 0.2).abs() < 1e-9, "{t:?}");
+        assert!((t.get(Limit::ReceiverWindow) - 0.1).abs() < 1e-9, "{t:?}");
+        // Sending time no round covers stays out: never more than the sending state.
+        let paint_sending = paint(0, 1000 * MS, &iv).get(State::Sending);
+        assert!(t.total() < paint_sending);
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(json.starts_with("{\"cwnd\":0.1"), "{json}");
+        assert!(json.contains("\"receiver_window\":0.1") && json.contains("\"timeout\":0.0"));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum FindingKind {
     FixedDurationStall,
     /// The sender (or the server answering) leaves the connection idle.
     ApplicationLimited,
+    /// The sender keeps less in flight than both windows allow while sending back to back
+    /// (its send buffer).
+    SenderLimited,
     /// Handshake problems: SYN retransmissions, window scaling or SACK off, small MSS.
     HandshakeAndSetup,
     /// The capture itself misleads: drops, offload, one direction only.
@@ -43,7 +46,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FindingKind; 14] = [
+    pub const ALL: [FindingKind; 15] = [
         Self::DelackSlowstartStall,
         Self::NagleDelackStall,
         Self::RtoStall,
@@ -55,6 +58,7 @@ impl FindingKind {
         Self::ReceiverHostDrops,
         Self::FixedDurationStall,
         Self::ApplicationLimited,
+        Self::SenderLimited,
         Self::HandshakeAndSetup,
         Self::CaptureQuality,
         Self::PathLimited,
@@ -79,6 +83,7 @@ impl FindingKind {
             Self::ReceiverHostDrops => "receiver-host-drops",
             Self::FixedDurationStall => "fixed-duration-stall",
             Self::ApplicationLimited => "application-limited",
+            Self::SenderLimited => "sender-limited",
             Self::HandshakeAndSetup => "handshake-and-setup",
             Self::CaptureQuality => "capture-quality",
             Self::PathLimited => "path-limited",

@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tcpdx_core::{EventSink, FlowSummary, SegmentAnalysis, SegmentDetail};
 
-pub use budget::{ConnBudget, State, TimeBudget};
+pub use budget::{ConnBudget, LimitTimes, State, TimeBudget};
 pub use facts::CaptureFacts;
 pub use finding::{Cost, Episode, Evidence, Finding, FindingKind, Severity, Source};
 pub use infer::{CapturePoint, ConnTracker};

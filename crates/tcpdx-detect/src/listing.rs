@@ -392,6 +392,7 @@ mod tests {
             stream,
             seconds,
             states,
+            sending_limits: Default::default(),
             start_s: 0.0,
         };
         Diagnosed::new(stream, Vec::new(), inference, budget)

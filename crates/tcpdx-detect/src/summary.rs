@@ -530,6 +530,7 @@ mod tests {
                 stream: c.stream,
                 seconds: 10.0,
                 states: st,
+                sending_limits: Default::default(),
                 start_s: 0.0,
             });
         }

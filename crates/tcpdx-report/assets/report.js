@@ -23,6 +23,13 @@
     'receiver-window-limited': 'rgba(23,190,207,0.16)', 'fixed-duration-stall': 'rgba(188,189,34,0.2)',
     'application-limited': 'rgba(127,127,127,0.15)'
   };
+  // What limited the sender per round trip (the same colours as the legend's .lim-* in
+  // report.css).
+  var LIMIT = {
+    cwnd: 'rgba(214,39,40,0.10)', receiver_window: 'rgba(227,119,194,0.22)',
+    sender: 'rgba(44,160,44,0.16)', pacing: 'rgba(23,190,207,0.16)',
+    recovery: 'rgba(148,103,189,0.20)', timeout: 'rgba(140,86,75,0.24)'
+  };
 
   function graphDone(el, points) {
     el.setAttribute('data-points', String(points));
@@ -66,6 +73,24 @@
           ctx.fillStyle = '#444';
           ctx.fillText(s.kind, x0 + 2, top + (12 + 12 * row) * devicePixelRatio);
         }
+      });
+      ctx.restore();
+    };
+  }
+
+  // Shades each stretch of rounds with its limit, behind the flight and the window.
+  function limitHook(bands) {
+    return function (u) {
+      if (!bands.length) return;
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      var xmin = u.scales.x.min, xmax = u.scales.x.max;
+      ctx.save();
+      bands.forEach(function (b) {
+        if (b.e < xmin || b.s > xmax) return;
+        var x0 = u.valToPos(Math.max(b.s, xmin), 'x', true);
+        var x1 = u.valToPos(Math.min(b.e, xmax), 'x', true);
+        ctx.fillStyle = LIMIT[b.limit] || 'rgba(127,127,127,0.12)';
+        ctx.fillRect(x0, top, Math.max(x1 - x0, 1), h);
       });
       ctx.restore();
     };
@@ -162,7 +187,7 @@
       var tables = [], series = [];
       if (c.in_flight.t.length) { tables.push([c.in_flight.t, c.in_flight.v]); series.push(line('bytes in flight', C.flight)); }
       if (c.sender_window.t.length) { tables.push([c.sender_window.t, c.sender_window.v]); series.push(line('inferred sender window (per round trip)', C.cwnd, { paths: stepped })); }
-      return { tables: tables, series: series, y: 'B' };
+      return { tables: tables, series: series, y: 'B', draw: [limitHook(c.limits || [])] };
     }
     if (kind === 'srt') {
       return { tables: [[c.srt_ms.t, c.srt_ms.v]], series: [dots('response time (ms)', C.srt)], y: 'ms', plain: true };

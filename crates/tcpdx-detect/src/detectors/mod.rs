@@ -14,6 +14,7 @@ pub mod path_limited;
 pub mod receiver_host_drops;
 pub mod receiver_window_limited;
 pub mod rto_stall;
+pub mod sender_limited;
 pub mod spurious_retransmission;
 
 #[cfg(test)]
@@ -53,6 +54,7 @@ pub const DETECTORS: &[(FindingKind, Detector)] = &[
         fixed_duration_stall::detect,
     ),
     (FindingKind::ApplicationLimited, application_limited::detect),
+    (FindingKind::SenderLimited, sender_limited::detect),
     (FindingKind::HandshakeAndSetup, handshake_and_setup::detect),
     (FindingKind::CaptureQuality, capture_quality::detect),
 ];

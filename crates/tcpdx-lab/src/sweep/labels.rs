@@ -26,6 +26,7 @@ pub const KINDS: &[&str] = &[
     "receiver-host-drops",
     "fixed-duration-stall",
     "application-limited",
+    "sender-limited",
     "handshake-and-setup",
     "capture-quality",
     "path-limited",
@@ -58,6 +59,16 @@ pub const REQUIRED_STALL_S: f64 = 0.2;
 /// Share of the life a bulk sender sat idle (everything acknowledged, nothing new sent) at
 /// and above which `application-limited` is allowed: tcpdx's `minor` line.
 pub const ALLOWED_IDLE_SHARE: f64 = 0.02;
+
+/// Share of the main sender's time (between its first and last ACK sample, with data in
+/// flight) with the flight at least [`SENDER_MARGIN_SEGMENTS`] below both its congestion
+/// window and the peer's window, at and above which `sender-limited` is allowed: the
+/// kernel says neither window held the sender for most of the transfer (the detector's own
+/// line, `SENDER_MIN_SHARE`).
+pub const ALLOWED_SENDER_SHARE: f64 = 0.5;
+/// Segments below a window that a flight must be for that window not to be its limit (the
+/// margin the receiver-window share uses).
+pub const SENDER_MARGIN_SEGMENTS: u32 = 3;
 
 /// What the truth and the recipe say about a case (the inputs of the rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -131,6 +142,9 @@ pub struct Facts {
     /// Time (s) the main sender had everything acknowledged and sent nothing new, by its own
     /// capture (a bulk sender starved of CPU on this shared machine).
     pub sender_idle_s: f64,
+    /// Share of the main sender's time in flight held below both windows by the sender
+    /// itself ([`sender_share`]).
+    pub sender_share: f64,
 }
 
 /// One requirement: met when any of `kinds` is reported (the first names it).
@@ -298,6 +312,12 @@ pub fn label(f: &Facts) -> Labels {
             );
         }
     }
+    // sender-limited: the kernel's flight below both windows for most of the transfer.
+    // Never required: no sweep recipe caps the sender's buffer, so the kernel's samples
+    // cannot say the send buffer (rather than TCP small queues or pacing) held it.
+    if f.sender_share >= ALLOWED_SENDER_SHARE {
+        l.allow("sender-limited");
+    }
     if f.duty_cycle {
         l.allow("fixed-duration-stall");
     }
@@ -369,6 +389,33 @@ pub fn sender_idle_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
         }
     }
     total as f64 / 1e9
+}
+
+/// Share of `c`'s time with data in flight (each ACK sample to the next) in which the flight
+/// was at least [`SENDER_MARGIN_SEGMENTS`] below both the congestion window and the peer's
+/// window.
+pub fn sender_share(c: &Connection) -> f64 {
+    let mss = u64::from(c.mss.max(536));
+    let margin = u64::from(SENDER_MARGIN_SEGMENTS) * mss;
+    let (mut busy, mut held) = (0i64, 0i64);
+    for w in c.samples.windows(2) {
+        let s = &w[0];
+        if s.inflight == 0 {
+            continue;
+        }
+        let dt = w[1].t_ns - s.t_ns;
+        busy += dt;
+        let inflight = u64::from(s.inflight);
+        if inflight + margin <= u64::from(s.cwnd) * mss && inflight + margin <= u64::from(s.snd_wnd)
+        {
+            held += dt;
+        }
+    }
+    if busy > 0 {
+        held as f64 / busy as f64
+    } else {
+        0.0
+    }
 }
 
 /// ACK samples of `c` that came >= [`NAGLE_EXCESS_MS`] later than the round trip after the
@@ -521,6 +568,7 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
             })
             .count();
         f.rwnd_share = at_window as f64 / n as f64;
+        f.sender_share = sender_share(m);
         // a stall counts when the transfer was under way on both sides of it
         if let (Some(a), Some(b)) = (m.samples.first(), m.samples.last()) {
             f.stall_s = m
@@ -777,6 +825,53 @@ mod tests {
         f.lone_delayed_acks = 1;
         let l = label(&f);
         assert!(l.permits("delack-slowstart-stall") && l.required.is_empty());
+    }
+
+    #[test]
+    fn sender_limited_allowed_at_the_share_and_never_required() {
+        let mut f = clean();
+        assert!(!label(&f).permits("sender-limited"));
+        f.sender_share = ALLOWED_SENDER_SHARE * 0.99;
+        assert!(!label(&f).permits("sender-limited"));
+        f.sender_share = ALLOWED_SENDER_SHARE;
+        let l = label(&f);
+        assert!(l.permits("sender-limited") && l.required.is_empty());
+        f.sender_share = 1.0;
+        assert!(label(&f).required.is_empty());
+    }
+
+    #[test]
+    fn the_sender_share_counts_time_in_flight_below_both_windows() {
+        let sample = |t_ms: i64, cwnd: u32, snd_wnd: u32, inflight: u32| crate::truth::Sample {
+            t_ns: t_ms * 1_000_000,
+            cwnd,
+            ssthresh: 0,
+            srtt_us: 10_000,
+            snd_wnd,
+            inflight,
+        };
+        let mss = 1000u32;
+        let m = SENDER_MARGIN_SEGMENTS * mss;
+        let c = Connection {
+            mss,
+            samples: vec![
+                // 10 ms held: 20 segments of window, the flight 3 below it
+                sample(0, 20, 100_000, 20 * mss - m),
+                // 10 ms at the congestion window (2 segments below: its limit)
+                sample(10, 20, 100_000, 20 * mss - m + 1),
+                // 10 ms at the peer's window
+                sample(20, 40, 10_000, 10_000 - m + 1),
+                // 10 ms idle: not counted
+                sample(30, 40, 100_000, 0),
+                sample(40, 40, 100_000, 0),
+            ],
+            ..Default::default()
+        };
+        assert!(
+            (sender_share(&c) - 1.0 / 3.0).abs() < 1e-9,
+            "{}",
+            sender_share(&c)
+        );
     }
 
     #[test]

@@ -313,8 +313,28 @@ fn budget_html(o: &mut String, b: &TimeBudget, sections: &[Section]) -> usize {
             state_label(s)
         );
     }
-    o.push_str("</div></div></section>\n");
+    o.push_str("</div></div>");
+    sending_limits_html(o, b);
+    o.push_str("</section>\n");
     1
+}
+
+/// What limited the senders while they sent: the `sending` seconds by round limit.
+fn sending_limits_html(o: &mut String, b: &TimeBudget) {
+    let parts: Vec<String> = tcpdx_detect::infer::limit::Limit::ALL
+        .iter()
+        .map(|&l| (l, b.sending_limits.get(l)))
+        .filter(|&(_, secs)| secs > 0.0)
+        .map(|(l, secs)| format!("{} {secs:.3} s", limit_label(l.as_str())))
+        .collect();
+    if !parts.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p class=\"meta\">Of the sending time, by what limited the main sender's round \
+             trip: {}.</p>",
+            parts.join(", ")
+        );
+    }
 }
 
 fn bar(o: &mut String, label: &str, total: f64, get: impl Fn(State) -> f64) {
@@ -410,8 +430,46 @@ fn conn_html(o: &mut String, i: usize, s: &Section, d: &Diagnosis) -> usize {
     );
     slot(SRT, !g.srt_ms.is_empty());
     slot(OUTSTANDING, !g.outstanding.is_empty());
-    o.push_str("</div></article>\n");
+    o.push_str("</div>");
+    limits_legend(o, g);
+    o.push_str("</article>\n");
     n
+}
+
+/// Human label of a round limit (`infer::limit::Limit::as_str`).
+fn limit_label(l: &str) -> &'static str {
+    match l {
+        "cwnd" => "congestion window",
+        "receiver_window" => "receiver window",
+        "sender" => "sender (send buffer or application)",
+        "pacing" => "pacing rate",
+        "recovery" => "loss recovery",
+        "timeout" => "retransmission timeout",
+        _ => "other",
+    }
+}
+
+/// The legend of the limits shaded on the flight graph: the limits present, in the order
+/// of `Limit::ALL`.
+fn limits_legend(o: &mut String, g: &ConnGraphs) {
+    if g.limits.is_empty() {
+        return;
+    }
+    o.push_str(
+        "<p class=\"legend limits\">Shaded on the bytes-in-flight graph, what limited the \
+         sender round trip by round trip: ",
+    );
+    for l in tcpdx_detect::infer::limit::Limit::ALL {
+        let name = l.as_str();
+        if g.limits.iter().any(|b| b.limit == name) {
+            let _ = write!(
+                o,
+                "<span data-limit=\"{name}\"><i class=\"lim-{name}\"></i>{}</span>",
+                limit_label(name)
+            );
+        }
+    }
+    o.push_str("</p>\n");
 }
 
 /// HTML-escapes text (five characters; a crate for this would be the only one needed).
@@ -507,6 +565,52 @@ mod tests {
         assert!(html.contains("data-tcpdx-expected=\"0\""));
         assert!(html.contains("nothing to budget"));
         assert!(html.contains("No findings"));
+    }
+
+    #[test]
+    fn the_limits_shaded_have_a_legend_entry_each() {
+        let d = Diagnosis::default();
+        let mut s = section(3);
+        s.graphs.limits = vec![
+            super::super::series::LimitBand {
+                s: 0.0,
+                e: 0.1,
+                limit: "receiver_window",
+            },
+            super::super::series::LimitBand {
+                s: 0.1,
+                e: 0.2,
+                limit: "cwnd",
+            },
+        ];
+        let html = page_with(&d, &[s]);
+        assert!(html.contains("<i class=\"lim-receiver_window\"></i>receiver window"));
+        assert!(html.contains("<i class=\"lim-cwnd\"></i>congestion window"));
+        assert!(!html.contains("data-limit=\"sender\""));
+        // Congestion window first, as in Limit::ALL; the bands in the graphs' data.
+        assert!(html.find("lim-cwnd\"").unwrap() < html.find("lim-receiver_window\"").unwrap());
+        assert!(html.contains("\"limits\":[{\"s\":0.0,\"e\":0.1,\"limit\":\"receiver_window\"}"));
+        // The budget's sending time by limit, when there is any.
+        let mut d = Diagnosis::default();
+        let mut st = tcpdx_detect::budget::StateTimes::default();
+        st.0[7] = 1.0;
+        let mut lim = tcpdx_detect::LimitTimes::default();
+        lim.0[1] = 0.25;
+        d.time_budget.push(ConnBudget {
+            stream: 3,
+            seconds: 1.0,
+            states: st,
+            sending_limits: lim,
+            start_s: 0.0,
+        });
+        let html = page_with(&d, &[]);
+        assert!(
+            html.contains("by what limited the main sender's round trip: receiver window 0.250 s."),
+            "{html}"
+        );
+        // Without bands, no legend.
+        let html = page_with(&d, &[section(3)]);
+        assert!(!html.contains("legend limits"));
     }
 
     #[test]

@@ -122,10 +122,59 @@ pub struct ConnGraphs {
     pub in_flight: Line<u64>,
     /// The sender's window inferred per round trip (largest bytes in flight of the round).
     pub sender_window: Line<u64>,
+    /// What limited the sender, as stretches of rounds with one limit (shaded behind the
+    /// window).
+    pub limits: Vec<LimitBand>,
     /// Storage response times (ms) at each reply, if this is a storage connection.
     pub srt_ms: Line<f64>,
     /// Storage requests outstanding.
     pub outstanding: Line<u64>,
+}
+
+/// Consecutive rounds with one limit (`infer::limit::Limit`), seconds since the first frame.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LimitBand {
+    /// Start.
+    pub s: f64,
+    /// End.
+    pub e: f64,
+    /// `cwnd`, `receiver_window`, `sender`, `pacing`, `recovery` or `timeout`.
+    pub limit: &'static str,
+}
+
+/// The rounds `(start, end, limit)` (ns, in order) as bands: back-to-back rounds with one
+/// limit merged; at most about `max` bands, a band shorter than the span over `max` taken
+/// into the one before it.
+pub fn limit_bands(rounds: &[(i64, i64, &'static str)], max: usize) -> Vec<LimitBand> {
+    let mut out: Vec<(i64, i64, &'static str)> = Vec::new();
+    for &(a, b, l) in rounds {
+        match out.last_mut() {
+            Some(last) if last.2 == l && a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b, l)),
+        }
+    }
+    if out.len() > max.max(1)
+        && let (Some(first), Some(last)) = (out.first().copied(), out.last().copied())
+    {
+        let width = (last.1 - first.0) / max.max(1) as i64;
+        let mut kept: Vec<(i64, i64, &'static str)> = Vec::new();
+        for band in out {
+            match kept.last_mut() {
+                Some(k) if band.1 - band.0 < width || (k.2 == band.2 && band.0 <= k.1) => {
+                    k.1 = k.1.max(band.1)
+                }
+                _ => kept.push(band),
+            }
+        }
+        out = kept;
+    }
+    out.into_iter()
+        .map(|(a, b, l)| LimitBand {
+            s: secs(a),
+            e: secs(b),
+            limit: l,
+        })
+        .collect()
 }
 
 impl ConnGraphs {
@@ -212,9 +261,11 @@ impl ConnSeries {
         // The sender's flight per round: as it leaves next to the sender, the data arriving
         // per round trip from the receiver's side (`infer::limit`).
         let mut window = Bins::new(cfg.fine_bin_ns, cfg.max_bins);
+        let mut rounds = Vec::new();
         for (r, l) in self.tracker.round_limits(self.main) {
             let t = r.start - self.tracker.capture_start;
             window.add(t, Extremes::at(t, l.flight_bytes as f64));
+            rounds.push((t, r.end - self.tracker.capture_start, l.limit.as_str()));
         }
         ConnGraphs {
             stream,
@@ -233,6 +284,7 @@ impl ConnSeries {
             rtt_ms: line(&self.rtt, |v| (v * 1e3).round() / 1e3),
             in_flight: line(&self.in_flight, |v| v as u64),
             sender_window: line(&window, |v| v as u64),
+            limits: limit_bands(&rounds, cfg.max_bins),
             srt_ms: Line::default(),
             outstanding: Line::default(),
         }
@@ -585,6 +637,39 @@ mod tests {
         assert_eq!(g.tput.t, vec![0.0, 0.1, 0.9, 1.0]);
         assert_eq!(g.tput.total_bps[1], 0.0);
         assert_eq!(g.tput.total_bps[2], 0.0);
+    }
+
+    #[test]
+    fn back_to_back_rounds_with_one_limit_are_one_band_and_bands_stay_bounded() {
+        const MS: i64 = 1_000_000;
+        let rounds = [
+            (0, 10 * MS, "cwnd"),
+            (10 * MS, 20 * MS, "cwnd"),
+            (20 * MS, 30 * MS, "receiver_window"),
+            // after an idle gap: a band of its own, even with the same limit
+            (50 * MS, 60 * MS, "receiver_window"),
+        ];
+        let b = limit_bands(&rounds, 100);
+        let got: Vec<(f64, f64, &str)> = b.iter().map(|x| (x.s, x.e, x.limit)).collect();
+        assert_eq!(
+            got,
+            [
+                (0.0, 0.02, "cwnd"),
+                (0.02, 0.03, "receiver_window"),
+                (0.05, 0.06, "receiver_window")
+            ]
+        );
+        // Alternating limits on every round: at most about `max` bands.
+        let many: Vec<(i64, i64, &'static str)> = (0..10_000)
+            .map(|i| {
+                let l = if i % 2 == 0 { "cwnd" } else { "sender" };
+                (i * MS, (i + 1) * MS, l)
+            })
+            .collect();
+        let b = limit_bands(&many, 100);
+        assert!(b.len() <= 101, "{}", b.len());
+        assert!(b.windows(2).all(|w| w[0].e <= w[1].s));
+        assert_eq!(limit_bands(&many, 20_000).len(), 10_000);
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub fn label(kind: &str) -> &'static str {
         Some(FindingKind::ReceiverHostDrops) => "drops inside the receiver",
         Some(FindingKind::FixedDurationStall) => "fixed-duration stall",
         Some(FindingKind::ApplicationLimited) => "application-limited time",
+        Some(FindingKind::SenderLimited) => "sender's own limit (send buffer)",
         Some(FindingKind::HandshakeAndSetup) => "handshake and setup cost",
         Some(FindingKind::CaptureQuality) => "capture-quality problem",
         Some(FindingKind::PathLimited) | None => "path limit",

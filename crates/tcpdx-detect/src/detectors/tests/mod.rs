@@ -24,6 +24,7 @@ mod path_limited;
 mod receiver_host_drops;
 mod receiver_window_limited;
 mod rto_stall;
+mod sender_limited;
 mod spurious_retransmission;
 
 /// `t` fed through an analyzer into `d`, diagnosed.
