@@ -59,17 +59,41 @@ pub enum Seen {
     LateOriginal,
 }
 
+/// One recent frame, packed so that a lookup compares two words: a frame is a copy of
+/// another only if all of `key` is equal. (An empty slot's key, all zero, is a frame
+/// without data or an ID, which is never taken for a copy.)
 #[derive(Clone, Copy, Debug, Default)]
 struct Recent {
+    /// Sequence and ACK number; length, IPv4 ID and TCP flags.
+    key: [u64; 2],
     ts: i64,
-    seq: u32,
-    ack: u32,
-    len: u32,
     tsval: u32,
-    id: u16,
-    flags: u16,
     ttl: u8,
     used: bool,
+}
+
+impl Recent {
+    /// The key of segment `a`.
+    #[inline]
+    fn key_of(a: &SegmentAnalysis, d: &SegmentDetail) -> [u64; 2] {
+        [
+            u64::from(a.seq as u32) | u64::from(a.ack as u32) << 32,
+            u64::from(a.len) | u64::from(d.ip_id) << 32 | u64::from(a.tcp_flags) << 48,
+        ]
+    }
+
+    /// The slot of this frame in the recent table.
+    fn slot(&self) -> usize {
+        let [sa, rest] = self.key;
+        slot_of((rest >> 32) as u16, sa as u32, (sa >> 32) as u32)
+    }
+}
+
+/// The slot of a frame in the recent table: by its ID, by its sequence without one.
+#[inline]
+fn slot_of(id: u16, seq: u32, ack: u32) -> usize {
+    let key = if id != 0 { u32::from(id) } else { seq ^ ack };
+    key as usize % RECENT_SLOTS
 }
 
 /// A skip in a direction's IPv4 IDs: frames sent between two captured ones.
@@ -135,59 +159,45 @@ impl DirFacts {
         self.sequential_ids() && self.gaps.iter().any(|g| g.after > start && g.after <= end)
     }
 
-    fn is_copy(&self, a: &SegmentAnalysis, d: &SegmentDetail, rtt: i64) -> Option<Recent> {
-        let e = match &self.recent {
-            Some(r) => r[slot(a, d)],
-            None => self.first,
-        };
+    /// Whether segment `a`, equal in every field of the key to the earlier frame `old`,
+    /// is a copy of it: within the copy window of it (`rtt` the round trip so far).
+    #[cold]
+    fn is_copy(
+        &self,
+        a: &SegmentAnalysis,
+        d: &SegmentDetail,
+        old: &Recent,
+        rtt: impl FnOnce() -> i64,
+    ) -> bool {
+        let rtt = rtt();
         // A stack that sends one ID on every frame says nothing with it.
         let constant_id = self.ids >= 3 && self.id_steps == 0;
-        let same = e.used
-            && e.id == d.ip_id
-            && e.seq == a.seq as u32
-            && e.ack == a.ack as u32
-            && e.len == a.len
-            && e.flags == a.tcp_flags;
-        if !same {
-            return None;
-        }
-        let delay = a.ts.0 - e.ts;
-        let fits = if d.ip_id != 0 && !constant_id {
+        let delay = a.ts.0 - old.ts;
+        if d.ip_id != 0 && !constant_id {
             delay <= rtt.max(DUP_MIN_WINDOW_NS)
         } else {
             // Without an ID, only data with the same timestamp option within a round trip:
             // the sender could not have retransmitted it sooner.
-            a.len > 0 && d.timestamps.is_some_and(|t| t.0 == e.tsval) && delay < rtt
-        };
-        fits.then_some(e)
+            a.len > 0 && d.timestamps.is_some_and(|t| t.0 == old.tsval) && delay < rtt
+        }
     }
 
-    fn remember(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
-        let e = Recent {
-            ts: a.ts.0,
-            seq: a.seq as u32,
-            ack: a.ack as u32,
-            len: a.len,
-            tsval: d.timestamps.map_or(0, |t| t.0),
-            id: d.ip_id,
-            flags: a.tcp_flags,
-            ttl: d.ttl,
-            used: true,
-        };
+    /// The first two frames: the second allocates the table (a connection of one frame
+    /// per direction, as in a SYN flood, allocates none).
+    #[cold]
+    fn remember_early(&mut self, slot: usize, e: Recent) {
         if !self.first.used {
             self.first = e;
             return;
         }
-        let first = self.first;
-        let r = self.recent.get_or_insert_with(|| {
-            let mut r = Box::new([Recent::default(); RECENT_SLOTS]);
-            r[first.slot()] = first;
-            r
-        });
-        r[e.slot()] = e;
+        let mut r = Box::new([Recent::default(); RECENT_SLOTS]);
+        r[self.first.slot()] = self.first;
+        r[slot] = e;
+        self.recent = Some(r);
     }
 
     /// Follows the ID counter; true if this frame's ID is older than one already seen.
+    #[inline]
     fn count_id(&mut self, a: &SegmentAnalysis, id: u16) -> bool {
         let ts = a.ts.0;
         self.ids = self.ids.saturating_add(1);
@@ -227,24 +237,6 @@ impl DirFacts {
     }
 }
 
-/// The slot of a frame in the recent table: by its ID, by its sequence without one.
-#[inline]
-fn slot_of(id: u16, seq: u32, ack: u32) -> usize {
-    let key = if id != 0 { u32::from(id) } else { seq ^ ack };
-    key as usize % RECENT_SLOTS
-}
-
-#[inline]
-fn slot(a: &SegmentAnalysis, d: &SegmentDetail) -> usize {
-    slot_of(d.ip_id, a.seq as u32, a.ack as u32)
-}
-
-impl Recent {
-    fn slot(&self) -> usize {
-        slot_of(self.id, self.seq, self.ack)
-    }
-}
-
 /// The capture clock as one connection's frames show it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Clock {
@@ -260,27 +252,36 @@ pub struct Clock {
 impl Clock {
     #[inline]
     fn tick(&mut self, ts: i64) {
+        let dt = ts - self.last;
+        if self.frames < CLOCK_SAMPLE_FRAMES {
+            self.sample(ts, dt);
+        } else if dt == 0 {
+            self.ties += 1;
+        }
+        self.last = ts;
+        self.frames += 1;
+    }
+
+    /// One of the first frames: its time refines the tick and the unit.
+    #[inline]
+    fn sample(&mut self, ts: i64, dt: i64) {
         if self.frames > 0 {
-            let dt = ts - self.last;
             if dt == 0 {
                 self.ties += 1;
-            } else if dt > 0 && self.frames < CLOCK_SAMPLE_FRAMES {
+            } else if dt > 0 && self.gcd_us != 1 {
+                // (A divisor of one stays one: no division.)
                 let us = (dt + 500) / 1000;
                 if us > 0 && (self.gcd_us == 0 || us % self.gcd_us != 0) {
                     self.gcd_us = gcd(self.gcd_us, us);
                 }
             }
         }
-        if self.frames < CLOCK_SAMPLE_FRAMES {
-            if self.unit == 0 {
-                self.unit = 1_000_000_000;
-            }
-            while self.unit > 1 && ts % self.unit != 0 {
-                self.unit /= 10;
-            }
+        if self.unit == 0 {
+            self.unit = 1_000_000_000;
         }
-        self.last = ts;
-        self.frames += 1;
+        while self.unit > 1 && ts % self.unit != 0 {
+            self.unit /= 10;
+        }
     }
 
     fn add(&mut self, o: &Clock) {
@@ -334,10 +335,15 @@ pub struct ConnFacts {
 }
 
 impl ConnFacts {
-    /// Looks at one segment before the inference does; `rtt` is the round trip known so
-    /// far (ns, 0 unknown).
+    /// Looks at one segment before the inference does; `rtt` gives the round trip known
+    /// so far (ns, 0 unknown), asked only of a frame equal to an earlier one.
     #[inline]
-    pub fn observe(&mut self, a: &SegmentAnalysis, d: &SegmentDetail, rtt: i64) -> Seen {
+    pub fn observe(
+        &mut self,
+        a: &SegmentAnalysis,
+        d: &SegmentDetail,
+        rtt: impl FnOnce() -> i64,
+    ) -> Seen {
         self.clock.tick(a.ts.0);
         let i = a.dir.idx();
         if a.tcp_flags & 0x02 != 0
@@ -350,14 +356,31 @@ impl ConnFacts {
         };
         // Every frame, not only those the core flagged: a copy that comes late repeats an
         // old ACK, which is no duplicate ACK.
-        if let Some(e) = f.is_copy(a, d, rtt) {
+        // A copy can only be of the frame in its slot (or of the first frame, before the
+        // table exists); the frame then takes the slot.
+        let key = Recent::key_of(a, d);
+        let slot = slot_of(d.ip_id, a.seq as u32, a.ack as u32);
+        let old = match &f.recent {
+            Some(r) => &r[slot],
+            None => &f.first,
+        };
+        if old.key == key && f.is_copy(a, d, old, rtt) {
+            let reforwarded = d.ttl < old.ttl;
             f.copies += 1;
-            if d.ttl < e.ttl {
-                f.reforwarded += 1;
-            }
+            f.reforwarded += u64::from(reforwarded);
             return Seen::Copy;
         }
-        f.remember(a, d);
+        let e = Recent {
+            key,
+            ts: a.ts.0,
+            tsval: d.timestamps.map_or(0, |t| t.0),
+            ttl: d.ttl,
+            used: true,
+        };
+        match &mut f.recent {
+            Some(r) => r[slot] = e,
+            None => f.remember_early(slot, e),
+        }
         let older = d.ip_id != 0 && f.count_id(a, d.ip_id);
         // One flagged spurious (its data already acknowledged) the sender's inference
         // already counts once per sequence number as reordering.

@@ -161,6 +161,8 @@ pub const MAX_WARNINGS: usize = 1000;
 pub(crate) struct Filtered<'a, S> {
     pub(crate) inner: &'a mut S,
     filter: &'a Filter,
+    /// The filter keeps every segment: decided once, not for each segment twice.
+    everything: bool,
     /// Warnings seen (reported once at the end).
     pub(crate) warnings: Vec<Warning>,
 }
@@ -170,24 +172,30 @@ impl<'a, S: EventSink> Filtered<'a, S> {
         Self {
             inner,
             filter,
+            everything: filter.all_connections() && !filter.flagged,
             warnings: Vec::new(),
         }
+    }
+
+    #[inline]
+    fn passes(&self, a: &SegmentAnalysis) -> bool {
+        self.everything || self.filter.segment(a)
     }
 }
 
 impl<S: EventSink> EventSink for Filtered<'_, S> {
     fn segment(&mut self, a: &SegmentAnalysis) {
-        if self.filter.segment(a) {
+        if self.passes(a) {
             self.inner.segment(a);
         }
     }
     fn segment_detail(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
-        if self.filter.segment(a) {
+        if self.passes(a) {
             self.inner.segment_detail(a, d);
         }
     }
     fn payload(&mut self, a: &SegmentAnalysis, payload: &[u8]) {
-        if self.filter.segment(a) {
+        if self.passes(a) {
             self.inner.payload(a, payload);
         }
     }

@@ -468,3 +468,86 @@ fn facts_add_up_over_captures() {
     assert_eq!(d.capture.duplicate_frames, 2 * once.len() as u64);
     assert_eq!(d.capture.reforwarded_frames, once.len() as u64);
 }
+
+#[test]
+fn copies_found_before_and_after_the_table_exists() {
+    let seg_at = |ts: i64, seq: u64, len: u32, flags: u16| SegmentAnalysis {
+        ts: Timestamp(ts),
+        seq,
+        len,
+        tcp_flags: flags,
+        ..seg()
+    };
+    let det = |ip_id: u16, ttl: u8, tsval: Option<u32>| SegmentDetail {
+        ip_id,
+        ttl,
+        timestamps: tsval.map(|v| (v, 0)),
+        ..SegmentDetail::default()
+    };
+    let mut f = ConnFacts::default();
+    let rtt = || 1_000_000;
+    // The direction's first frame, then its copy (compared with the first, no table yet).
+    assert_eq!(
+        f.observe(&seg_at(0, 1, 100, 0x18), &det(7, 64, None), rtt),
+        Seen::New
+    );
+    assert_eq!(
+        f.observe(&seg_at(10, 1, 100, 0x18), &det(7, 63, None), rtt),
+        Seen::Copy
+    );
+    assert!(f.dirs[0].recent.is_none());
+    // A second frame allocates the table; a copy of each frame is found in it, one with
+    // another flag or length is not.
+    assert_eq!(
+        f.observe(&seg_at(20, 101, 100, 0x18), &det(8, 64, None), rtt),
+        Seen::New
+    );
+    assert!(f.dirs[0].recent.is_some());
+    assert_eq!(
+        f.observe(&seg_at(30, 101, 100, 0x18), &det(8, 64, None), rtt),
+        Seen::Copy
+    );
+    assert_eq!(
+        f.observe(&seg_at(40, 1, 100, 0x18), &det(7, 64, None), rtt),
+        Seen::Copy
+    );
+    assert_eq!(
+        f.observe(&seg_at(50, 101, 100, 0x19), &det(8, 64, None), rtt),
+        Seen::New
+    );
+    assert_eq!(
+        f.observe(&seg_at(60, 101, 99, 0x19), &det(8, 64, None), rtt),
+        Seen::New
+    );
+    assert_eq!((f.dirs[0].copies, f.dirs[0].reforwarded), (3, 1));
+    // Without an ID: data with the same TSval within a round trip is a copy; without the
+    // option, or a frame without data (all of whose fields may be zero, as an empty
+    // slot's), is not.
+    let mut f = ConnFacts::default();
+    let ts1 = Some(5);
+    assert_eq!(
+        f.observe(&seg_at(0, 1, 100, 0x18), &det(0, 64, ts1), rtt),
+        Seen::New
+    );
+    assert_eq!(
+        f.observe(&seg_at(10, 1, 100, 0x18), &det(0, 64, ts1), rtt),
+        Seen::Copy
+    );
+    assert_eq!(
+        f.observe(&seg_at(20, 201, 100, 0x18), &det(0, 64, None), rtt),
+        Seen::New
+    );
+    assert_eq!(
+        f.observe(&seg_at(30, 201, 100, 0x18), &det(0, 64, None), rtt),
+        Seen::New
+    );
+    let null = || SegmentAnalysis {
+        seq: 0,
+        ack: 0,
+        tcp_flags: 0,
+        ..seg_at(40, 0, 0, 0)
+    };
+    assert_eq!(f.observe(&null(), &det(0, 64, None), rtt), Seen::New);
+    assert_eq!(f.observe(&null(), &det(0, 64, None), rtt), Seen::New);
+    assert_eq!(f.dirs[0].copies, 1);
+}

@@ -215,14 +215,7 @@ impl ConnTracker {
     /// Best estimate of the path round trip so far: the handshake's, else the smallest
     /// ACK delay seen (exact when the capture is next to the data sender), else 0.
     pub fn path_rtt(&self) -> i64 {
-        if let Some(r) = self.handshake.rtt() {
-            return r;
-        }
-        self.senders
-            .iter()
-            .filter_map(|s| s.downstream_rtt_min)
-            .min()
-            .unwrap_or(0)
+        path_rtt(&self.handshake, &self.senders)
     }
 
     /// Where the capture sits relative to the data `dir`'s sender: next to it unless the
@@ -277,7 +270,8 @@ impl ConnTracker {
             };
         }
         let late;
-        let a = match self.facts.observe(a, d, self.path_rtt()) {
+        let (h, senders) = (&self.handshake, &self.senders);
+        let a = match self.facts.observe(a, d, || path_rtt(h, senders)) {
             Seen::New => a,
             Seen::Copy => return,
             Seen::LateOriginal => {
@@ -380,6 +374,18 @@ impl ConnTracker {
     pub fn lifetime(&self) -> i64 {
         (self.last_ts - self.first_ts).max(0)
     }
+}
+
+/// [`ConnTracker::path_rtt`] of these parts of a tracker.
+fn path_rtt(handshake: &Handshake, senders: &[SenderState; 2]) -> i64 {
+    if let Some(r) = handshake.rtt() {
+        return r;
+    }
+    senders
+        .iter()
+        .filter_map(|s| s.downstream_rtt_min)
+        .min()
+        .unwrap_or(0)
 }
 
 /// Growth factor per round at or above which a round is slow start (RFC 5681 section 3.1:
