@@ -50,11 +50,13 @@ fn the_diagnosis_is_the_same_on_one_thread_and_on_two() {
             .collect::<Vec<_>>()
     };
     assert_eq!(key(&one), key(&two));
-    // The storage findings are part of it: the NFS writes' fixed-duration stall.
+    // The storage findings are part of it: the server's 5 s hold of one operation, named
+    // on the application-limited finding (one hold cannot show a repeating timer).
     assert!(
         one.findings
             .iter()
-            .any(|f| f.kind.as_str() == "fixed-duration-stall"),
+            .any(|f| f.kind.as_str() == "application-limited"
+                && f.explanation.contains("a whole 5 s: a timer")),
         "{:?}",
         key(&one)
     );

@@ -224,9 +224,38 @@ impl<T: Record> SpillList<T> {
         self.tail.last_mut()
     }
 
-    /// The latest records, those still in memory (at least the last one), to change them.
-    pub fn latest_mut(&mut self) -> &mut [T] {
-        &mut self.tail
+    /// Changes the latest record that `pred` accepts with `f`, reading its blob back and
+    /// writing it out again if it was spilled, so that the answer does not depend on what
+    /// the spill wrote out (rare: a proof that comes after later records). False if none.
+    pub fn update_last_where(&mut self, pred: impl Fn(&T) -> bool, f: impl FnOnce(&mut T)) -> bool {
+        if let Some(x) = self.tail.iter_mut().rev().find(|x| pred(x)) {
+            f(x);
+            return true;
+        }
+        let mut buf = Vec::new();
+        for i in (0..self.blobs.len()).rev() {
+            self.load(i, &mut buf);
+            let mut r = Reader(&buf);
+            let mut records: Vec<T> = (0..self.per_blob)
+                .map_while(|_| T::decode(&mut r))
+                .collect();
+            let Some(x) = records.iter_mut().rev().find(|x| pred(x)) else {
+                continue;
+            };
+            f(x);
+            let mut blob = Vec::new();
+            let mut w = Writer(&mut blob);
+            for x in &records {
+                x.encode(&mut w);
+            }
+            if let Some(sp) = &self.spill
+                && let Some(at) = sp.put_records(&blob)
+            {
+                sp.free(std::mem::replace(&mut self.blobs[i], at));
+            }
+            return true;
+        }
+        false
     }
 
     /// Reads blob `i` back into `buf` (empty on a store error: the spill keeps it).

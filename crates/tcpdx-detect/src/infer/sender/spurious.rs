@@ -242,11 +242,9 @@ impl SenderState {
             && ts >= ep.start
         {
             ep.spurious += 1;
-        } else if let Some(ep) = (self.episodes.latest_mut().iter_mut())
-            .rev()
-            .find(|e| ts >= e.start)
-        {
-            ep.spurious += 1;
+        } else {
+            self.episodes
+                .update_last_where(|e| ts >= e.start, |e| e.spurious += 1);
         }
     }
 
