@@ -2,8 +2,8 @@
 prints, on lab fixtures whole and cut into a ring buffer; the stages run in the package's
 native module (one test runs them through the tcpdx binary instead).
 
-Needs the tcpdx binary to compare with (and for export): $TCPDX_BIN, else the workspace's
-target/{release,debug}/tcpdx.
+Needs the tcpdx binary to compare with (and for export): $TCPDX_BIN, else built by cargo
+(conftest.tcpdx_bin).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from conftest import tcpdx_bin
 
 from tcpdx import distributed
 
@@ -22,14 +23,9 @@ LAB = REPO / "tests" / "data" / "lab"
 
 
 def binary() -> str:
-    env = os.environ.get("TCPDX_BIN")
-    if env:
-        return env
-    for kind in ("release", "debug"):
-        p = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / kind / "tcpdx"
-        if p.exists():
-            return str(p)
-    raise AssertionError("build tcpdx first (cargo build -p tcpdx-cli) or set TCPDX_BIN")
+    # The command the other tests compare with: a stale release build next to a fresh debug
+    # one must not be picked.
+    return tcpdx_bin()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -7,7 +7,7 @@ signalling its ``ray start --block`` process (``ray stop`` would stop every Ray 
 machine); a process left behind, found by the temporary directory in its command line, is
 killed by its pid.
 
-Needs the tcpdx binary to compare with ($TCPDX_BIN, else the workspace's target/.../tcpdx).
+Needs the tcpdx binary to compare with ($TCPDX_BIN, else built by cargo).
 """
 
 from __future__ import annotations
