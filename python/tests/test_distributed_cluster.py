@@ -140,12 +140,3 @@ def test_address_auto_finds_the_cluster_in_ray_address(head, tmp_path):
     assert got.stdout == want.stdout
     # It ran on that cluster: its session directory holds the driver's job logs.
     assert any(Path(head["temp"]).glob("session_*/logs/*driver*")), "no driver log"
-
-
-def test_ray_client_address_runs_the_same(head):
-    f = str(LAB / "case003_nfs_write_stall" / "server.pcap.gz")
-    want = tcpdx("diagnose", f)
-    assert want.returncode == 0, want.stderr
-    got = tcpdx_ray(None, "diagnose", "--address", head["client"], "--partitions", "2", f)
-    assert got.returncode == 0, got.stderr
-    assert got.stdout == want.stdout
