@@ -168,18 +168,8 @@ pub(crate) fn feed<R>(
         let part = &mut parts[w];
         let input = part.head.take().expect("a record is there");
         let b = &mut bufs[w];
-        let at = if part.payload.is_empty() {
-            Payload::default()
-        } else {
-            let at = Payload {
-                buf: COPIED,
-                start: b.bytes.len() as u64,
-                len: part.payload.len() as u32,
-            };
-            b.bytes.extend_from_slice(&part.payload);
-            batch_bytes += part.payload.len();
-            at
-        };
+        let at = copy_payload(b, &part.payload);
+        batch_bytes += part.payload.len();
         b.work.push(Work::Input(input, at));
         if let Err(e) = part.advance() {
             fail(e);
@@ -204,6 +194,20 @@ pub(super) const ALONE_BATCH_FRAMES: u64 = BATCH as u64;
 
 /// Batches every partition fed alone gets for `plan`: one per [`ALONE_BATCH_FRAMES`]
 /// global frames, at least one.
+/// Copies a record's storage payload into the batch's bytes (none: an empty payload).
+fn copy_payload(b: &mut Batch, payload: &[u8]) -> Payload {
+    if payload.is_empty() {
+        return Payload::default();
+    }
+    let at = Payload {
+        buf: COPIED,
+        start: b.bytes.len() as u64,
+        len: payload.len() as u32,
+    };
+    b.bytes.extend_from_slice(payload);
+    at
+}
+
 fn alone_batches(plan: &Plan) -> u64 {
     let frames = plan.files.last().map_or(0, |(m, offset)| offset + m.frames);
     frames.div_ceil(ALONE_BATCH_FRAMES).max(1)
@@ -277,17 +281,7 @@ pub(crate) fn feed_one(
             break;
         }
         let input = part.head.take().expect("a record is there");
-        let payload = if part.payload.is_empty() {
-            Payload::default()
-        } else {
-            let at = Payload {
-                buf: COPIED,
-                start: b.bytes.len() as u64,
-                len: part.payload.len() as u32,
-            };
-            b.bytes.extend_from_slice(&part.payload);
-            at
-        };
+        let payload = copy_payload(&mut b, &part.payload);
         b.work.push(Work::Input(input, payload));
         if let Err(e) = part.advance() {
             fail(e);
