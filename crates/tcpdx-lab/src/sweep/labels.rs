@@ -121,10 +121,19 @@ pub struct Facts {
     pub zero_windows: usize,
     /// Their total length (s).
     pub zero_window_s: f64,
+    /// Zero-window time of the senders with zero windows in the truth, by their own captures
+    /// ([`zero_window_held_s`]), when those were read: the kernel's samples show each ACK's
+    /// window one ACK late, so a truth interval runs from the update to the next sample.
+    pub zero_window_held_s: Option<f64>,
     /// Share of the sender's ACK samples with the flight within 3 segments of the peer's window.
     pub rwnd_share: f64,
-    /// Server stall overlapping the transfer (s).
+    /// Server stall overlapping the exchange (s): the recipe's SIGSTOP .. SIGCONT.
     pub stall_s: f64,
+    /// That stall's part of the exchange (ns, SIGSTOP .. SIGCONT clipped to the exchange).
+    pub stall_window: Option<(i64, i64)>,
+    /// Longest silence of the main connection inside `stall_window` (s), both directions, in
+    /// the server host's capture ([`held_s`]): the stall as the server's packets show it.
+    pub server_held_s: f64,
     /// Slow server (stopped and resumed over and over).
     pub duty_cycle: bool,
     /// Request/response turns slower than the round trip by [`NAGLE_EXCESS_MS`].
@@ -281,7 +290,7 @@ pub fn label(f: &Facts) -> Labels {
         l.allow("reordering");
     }
     // receiver-window-limited
-    let zw = share(f.zero_window_s, life);
+    let zw = share(f.zero_window_held_s.unwrap_or(f.zero_window_s), life);
     if zw >= REQUIRED_SHARE || f.rwnd_share >= REQUIRED_RWND_SHARE {
         l.require(
             &["receiver-window-limited"],
@@ -299,15 +308,19 @@ pub fn label(f: &Facts) -> Labels {
     if f.family == "bulk" && share(f.sender_idle_s, life) >= ALLOWED_IDLE_SHARE {
         l.allow("application-limited");
     }
-    // storage server stall: the server holding its replies
+    // storage server stall: the server holding its replies. The SIGSTOP is the recipe's;
+    // a stop that did not reach the process serving the connection (smbd forks one per
+    // client) held nothing, and the server's own capture, which sees every reply it sends,
+    // shows no silence: required only when that capture shows the hold.
     if f.family == "storage" {
         l.allow("application-limited");
-        if f.stall_s >= REQUIRED_STALL_S {
+        if f.stall_s >= REQUIRED_STALL_S && f.server_held_s >= REQUIRED_STALL_S {
             l.require(
                 &["application-limited"],
                 format!(
-                    "server stopped {:.0} ms during the transfer",
-                    f.stall_s * 1e3
+                    "server stopped {:.0} ms during the transfer, the connection silent {:.0} ms of it",
+                    f.stall_s * 1e3,
+                    f.server_held_s * 1e3
                 ),
             );
         }
@@ -386,6 +399,50 @@ pub fn sender_idle_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
             && idle_since.is_none()
         {
             idle_since = Some(p.t_ns);
+        }
+    }
+    total as f64 / 1e9
+}
+
+/// Longest time (s) inside `window` (ns) in which the connection between `a` and `b` carried
+/// no payload in either direction, in the capture `pkts`: a stopped server shows as such a
+/// silence (a read's data or a write's reply held, the client's writes stopped by the full
+/// window). Silences are the gaps between consecutive payload segments, clipped to `window`.
+pub fn held_s(pkts: &[Pkt], a: SocketAddrV4, b: SocketAddrV4, window: (i64, i64)) -> f64 {
+    let (w0, w1) = window;
+    let end = |x: SocketAddrV4| (x.ip().octets(), x.port());
+    let (ea, eb) = (end(a), end(b));
+    let mut prev: Option<i64> = None;
+    let mut longest = 0i64;
+    for p in pkts.iter().filter(|p| {
+        let (s, d) = ((p.src, p.sport), (p.dst, p.dport));
+        p.len > 0 && ((s, d) == (ea, eb) || (s, d) == (eb, ea))
+    }) {
+        if let Some(t0) = prev {
+            longest = longest.max(p.t_ns.min(w1) - t0.max(w0));
+        }
+        prev = Some(p.t_ns);
+    }
+    longest.max(0) as f64 / 1e9
+}
+
+/// Zero-window time (s) of `sender` in its own capture `pkts`: from the first ACK to it
+/// advertising a zero window to the next one opening it (a window still closed when the
+/// capture ends does not count). The kernel's samples are taken as an ACK arrives, before
+/// it is processed: a sample shows the window the previous ACK left, so the truth's
+/// intervals start at the update and last to the next sample.
+pub fn zero_window_held_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
+    let (ip, port) = (sender.ip().octets(), sender.port());
+    let mut since: Option<i64> = None;
+    let mut total = 0i64;
+    for p in pkts
+        .iter()
+        .filter(|p| p.dst == ip && p.dport == port && !p.syn() && p.flags & 0x04 == 0)
+    {
+        if p.win == 0 {
+            since.get_or_insert(p.t_ns);
+        } else if let Some(t0) = since.take() {
+            total += p.t_ns - t0;
         }
     }
     total as f64 / 1e9
@@ -569,15 +626,32 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
             .count();
         f.rwnd_share = at_window as f64 / n as f64;
         f.sender_share = sender_share(m);
-        // a stall counts when the transfer was under way on both sides of it
-        if let (Some(a), Some(b)) = (m.samples.first(), m.samples.last()) {
-            f.stall_s = m
+        // A stall counts when the exchange was under way on both sides of it: the main
+        // sender's samples and its peer's (a read's request and the hold of its reply come
+        // before the server's first data).
+        let peer = t
+            .connections
+            .iter()
+            .find(|c| c.sender == m.receiver && c.receiver == m.sender);
+        let ts = m
+            .samples
+            .iter()
+            .chain(peer.iter().flat_map(|c| c.samples.iter()))
+            .map(|s| s.t_ns);
+        if let (Some(a), Some(b)) = (ts.clone().min(), ts.max()) {
+            for s in m
                 .episodes
                 .stalls
                 .iter()
-                .filter(|s| s.start_ns < b.t_ns && s.end_ns > a.t_ns)
-                .map(|s| (s.end_ns.min(b.t_ns) - s.start_ns.max(a.t_ns)) as f64 / 1e9)
-                .fold(0.0, f64::max);
+                .filter(|s| s.start_ns < b && s.end_ns > a)
+            {
+                let w = (s.start_ns.max(a), s.end_ns.min(b));
+                let len = (w.1 - w.0) as f64 / 1e9;
+                if len > f.stall_s {
+                    f.stall_s = len;
+                    f.stall_window = Some(w);
+                }
+            }
         }
     }
     match &sc.workload {
@@ -760,7 +834,15 @@ mod tests {
         assert!(l.required.is_empty() && l.permits("application-limited"));
         assert!(!l.permits("fixed-duration-stall"), "one stall is no timer");
         f.stall_s = REQUIRED_STALL_S;
+        f.server_held_s = REQUIRED_STALL_S;
         assert_eq!(req_kinds(&label(&f)), vec!["application-limited"]);
+        // a stop the server's capture does not show (the serving process ran on): allowed only
+        f.server_held_s = REQUIRED_STALL_S * 0.99;
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("application-limited"));
+        f.server_held_s = 1.0;
+        f.stall_s = REQUIRED_STALL_S * 0.99;
+        assert!(label(&f).required.is_empty());
         f.duty_cycle = true;
         assert!(label(&f).permits("fixed-duration-stall"));
     }
@@ -916,6 +998,148 @@ mod tests {
         ];
         assert!((sender_idle_s(&v, snd) - 0.050).abs() < 1e-9);
         assert_eq!(sender_idle_s(&v[..6], snd), 0.0);
+    }
+
+    #[test]
+    fn held_is_the_longest_payload_silence_of_the_connection_inside_the_window() {
+        let srv: SocketAddrV4 = "10.1.2.2:445".parse().unwrap();
+        let cli: SocketAddrV4 = "10.1.1.2:40000".parse().unwrap();
+        let pkt = |t_ms: i64, to_srv: bool, len: u32, other: bool| {
+            let (c, s) = (cli.ip().octets(), srv.ip().octets());
+            let cport = if other { 40001 } else { 40000 };
+            Pkt {
+                t_ns: t_ms * 1_000_000,
+                src: if to_srv { c } else { s },
+                dst: if to_srv { s } else { c },
+                sport: if to_srv { cport } else { 445 },
+                dport: if to_srv { 445 } else { cport },
+                seq: 0,
+                ack: 0,
+                flags: 0x10,
+                win: 1000,
+                len,
+            }
+        };
+        let v = vec![
+            pkt(0, true, 100, false),
+            pkt(10, false, 1000, false),
+            pkt(100, false, 0, false),    // a pure ACK is no payload
+            pkt(200, true, 100, true),    // another connection's payload does not count
+            pkt(400, false, 1000, false), // 390 ms silent
+            pkt(410, true, 100, false),
+        ];
+        let ms = |x: f64| (x * 1e3).round() as i64;
+        assert_eq!(ms(held_s(&v, cli, srv, (0, 1_000_000_000))), 390);
+        // either order of the ends
+        assert_eq!(ms(held_s(&v, srv, cli, (0, 1_000_000_000))), 390);
+        // clipped to the window
+        assert_eq!(ms(held_s(&v, cli, srv, (300_000_000, 1_000_000_000))), 100);
+        assert_eq!(ms(held_s(&v, cli, srv, (0, 50_000_000))), 40);
+        // a window after the last payload: nothing seen held in it
+        assert_eq!(held_s(&v, cli, srv, (500_000_000, 900_000_000)), 0.0);
+    }
+
+    #[test]
+    fn zero_windows_from_the_senders_capture() {
+        let snd: SocketAddrV4 = "10.1.1.2:5000".parse().unwrap();
+        let ack = |t_us: i64, win: u16, to_sender: bool, flags: u8| {
+            let (a, b) = ([10, 1, 2, 2], [10, 1, 1, 2]);
+            Pkt {
+                t_ns: t_us * 1000,
+                src: if to_sender { a } else { b },
+                dst: if to_sender { b } else { a },
+                sport: if to_sender { 80 } else { 5000 },
+                dport: if to_sender { 5000 } else { 80 },
+                seq: 1,
+                ack: 1,
+                flags,
+                win,
+                len: 0,
+            }
+        };
+        let v = vec![
+            ack(0, 0, true, 0x12),        // a SYN-ACK's window is not a zero window
+            ack(500, 100, true, 0x10),    //
+            ack(1_000, 0, true, 0x10),    // closed at 1 ms
+            ack(1_050, 500, true, 0x10),  // open 50 us later
+            ack(10_000, 0, true, 0x10),   // closed at 10 ms
+            ack(10_100, 0, false, 0x10),  // the sender's own probe: not the peer's window
+            ack(20_000, 0, true, 0x10),   // still closed
+            ack(30_000, 800, true, 0x10), // open at 30 ms
+            ack(40_000, 0, true, 0x14),   // a reset's window is none
+            ack(50_000, 0, true, 0x10),   // closed to the end: not counted
+        ];
+        let us = |x: f64| (x * 1e6).round() as i64;
+        assert_eq!(us(zero_window_held_s(&v, snd)), 50 + 20_000);
+        assert_eq!(us(zero_window_held_s(&v[..4], snd)), 50);
+        assert_eq!(zero_window_held_s(&v[..3], snd), 0.0);
+    }
+
+    #[test]
+    fn the_zero_window_share_uses_the_captured_length_when_known() {
+        let mut f = clean();
+        f.zero_windows = 3;
+        f.zero_window_s = REQUIRED_SHARE * f.life_s;
+        assert_eq!(req_kinds(&label(&f)), vec!["receiver-window-limited"]);
+        f.zero_window_held_s = Some(REQUIRED_SHARE * f.life_s * 0.99);
+        let l = label(&f);
+        assert!(l.required.is_empty() && l.permits("receiver-window-limited"));
+        f.zero_window_held_s = Some(REQUIRED_SHARE * f.life_s);
+        assert_eq!(req_kinds(&label(&f)), vec!["receiver-window-limited"]);
+    }
+
+    #[test]
+    fn a_stall_counts_over_the_exchange_both_ways() {
+        use crate::truth::{Episodes, Sample, Stall};
+        let mut sc = super::super::generate(1);
+        sc.workload = Workload::Storage {
+            op: crate::scenario::StorageOp::Smb3Read,
+            mib: 1,
+            short_mib: 1,
+            queue_depth: None,
+            server_cc: "reno".into(),
+            server_stall_ms: 500,
+            server_duty_ms: None,
+        };
+        let s = |t_ms: i64| Sample {
+            t_ns: t_ms * 1_000_000,
+            cwnd: 10,
+            ssthresh: 10,
+            srtt_us: 1000,
+            snd_wnd: 1 << 20,
+            inflight: 0,
+        };
+        let stall = Stall {
+            start_ns: 50_000_000,
+            end_ns: 550_000_000,
+        };
+        let mut t = Truth::default();
+        // the server's data starts after the stall; the client's request came before it
+        t.connections.push(Connection {
+            sender: "10.1.2.2:445".into(),
+            receiver: "10.1.1.2:40000".into(),
+            bytes_sent: 1 << 20,
+            samples: vec![s(560), s(900)],
+            episodes: Episodes {
+                stalls: vec![stall.clone()],
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        t.connections.push(Connection {
+            sender: "10.1.1.2:40000".into(),
+            receiver: "10.1.2.2:445".into(),
+            bytes_sent: 200,
+            samples: vec![s(10), s(950)],
+            ..Default::default()
+        });
+        let f = facts(&sc, &t);
+        assert_eq!(f.stall_window, Some((50_000_000, 550_000_000)));
+        assert!((f.stall_s - 0.5).abs() < 1e-9);
+        // without the peer's samples the stall is before the exchange
+        t.connections.pop();
+        let f = facts(&sc, &t);
+        assert_eq!((f.stall_s, f.stall_window), (0.0, None));
     }
 
     #[test]

@@ -219,18 +219,49 @@ pub fn score_dir_case(bin: &Path, seed: u64, dir: &Path) -> Result<ScoredCase> {
         .find(|c| c.primary)
         .with_context(|| format!("{}: no primary capture", dir.display()))?;
     let mut facts = labels::facts(&sc, &t);
-    // the main sender's own capture (always taken at both end hosts)
+    // the end hosts' own captures (always taken at both)
+    let host_pkts = |point: &str| -> Result<Option<Vec<crate::capture::Pkt>>> {
+        match t.files.captures.iter().find(|c| c.point == point) {
+            Some(f) => Ok(Some(crate::capture::read_pcap(&dir.join(&f.file))?)),
+            None => Ok(None),
+        }
+    };
+    let (client, server) = (host_pkts("client")?, host_pkts("server")?);
+    let at_sender = |sender: &std::net::SocketAddrV4| {
+        if sender.ip().to_string() == t.topology.client {
+            client.as_deref()
+        } else {
+            server.as_deref()
+        }
+    };
+    // zero windows as each sender's capture shows them
+    let mut held = Some(0.0);
+    for c in t
+        .connections
+        .iter()
+        .filter(|c| !c.episodes.zero_windows.is_empty())
+    {
+        let seen = c
+            .sender
+            .parse()
+            .ok()
+            .and_then(|s| Some(labels::zero_window_held_s(at_sender(&s)?, s)));
+        held = held.zip(seen).map(|(a, b)| a + b);
+    }
+    facts.zero_window_held_s = held;
     if let Some(main) = t.connections.iter().max_by_key(|c| c.bytes_sent)
         && let Ok(sender) = main.sender.parse::<std::net::SocketAddrV4>()
     {
-        let point = if sender.ip().to_string() == t.topology.client {
-            "client"
-        } else {
-            "server"
-        };
-        if let Some(f) = t.files.captures.iter().find(|c| c.point == point) {
-            let pkts = crate::capture::read_pcap(&dir.join(&f.file))?;
-            facts.sender_idle_s = labels::sender_idle_s(&pkts, sender);
+        if let Some(pkts) = at_sender(&sender) {
+            facts.sender_idle_s = labels::sender_idle_s(pkts, sender);
+        }
+        // the server stall as the server host's capture shows it
+        if let (Some(w), Ok(receiver), Some(pkts)) = (
+            facts.stall_window,
+            main.receiver.parse::<std::net::SocketAddrV4>(),
+            server.as_deref(),
+        ) {
+            facts.server_held_s = labels::held_s(pkts, sender, receiver, w);
         }
     }
     let labels = labels::label(&facts);
