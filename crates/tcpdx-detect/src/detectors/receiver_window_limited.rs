@@ -43,11 +43,24 @@ fn at_window(r: &Round, l: &RoundLimit, vantage: Vantage, mss: u64) -> bool {
             && l.flight_bytes <= MAX_WINDOWS_PER_ROUND * r.rcv_window)
 }
 
+/// The window that held round `r` (its limit `l`): next to the sender, the flight the round
+/// reached when the window advertised at its end is smaller (a window closed for a moment
+/// after the flight went out, a reader a moment late, did not hold it); from the receiver's
+/// side or the middle the flight is the data arriving per round trip, which may be two
+/// windows, so the window at the round's end.
+fn held_window(r: &Round, l: &RoundLimit, vantage: Vantage) -> u64 {
+    match vantage {
+        Vantage::Sender => r.rcv_window.max(l.flight_bytes),
+        Vantage::Receiver => r.rcv_window,
+    }
+}
+
 /// Round trips limited by a window the receiver no longer grows, each with the largest
-/// window advertised before it: the window at its largest (autotuning done), or closed
-/// below what it was before (autotuning never shrinks a window: the application stopped
-/// reading, a slow reader's window opens and closes).
-fn stuck<'a>(cx: &ConnContext<'a>) -> impl Iterator<Item = (Round, u64)> + 'a {
+/// window advertised before it and the window that held it ([`held_window`]): the window
+/// at its largest (autotuning done), or closed below what it was before (autotuning never
+/// shrinks a window: the application stopped reading, a slow reader's window opens and
+/// closes).
+fn stuck<'a>(cx: &ConnContext<'a>) -> impl Iterator<Item = (Round, u64, u64)> + 'a {
     let s = cx.sender();
     let cap = s.max_rcv_window as f64 * AT_MAX_WINDOW_SHARE;
     let vantage = cx.conn.vantage(cx.dir);
@@ -59,12 +72,13 @@ fn stuck<'a>(cx: &ConnContext<'a>) -> impl Iterator<Item = (Round, u64)> + 'a {
             *before = prev.max(r.rcv_window);
             Some((r, l, prev))
         })
-        .filter(move |(r, l, before)| {
-            at_window(r, l, vantage, mss)
+        .filter_map(move |(r, l, before)| {
+            let held = held_window(&r, &l, vantage);
+            (at_window(&r, &l, vantage, mss)
                 && !r.in_recovery
-                && (r.rcv_window as f64 >= cap || shrunk(r.rcv_window, *before))
+                && (held as f64 >= cap || shrunk(held, before)))
+            .then_some((r, before, held))
         })
-        .map(|(r, _, before)| (r, before))
 }
 
 /// The window is below what the receiver advertised before.
@@ -104,12 +118,13 @@ fn window_ceiling_bps(rounds: impl Iterator<Item = Round>, base_rtt: i64) -> f64
 
 /// Seconds a window-limited round `r` lost against the rate the path showed in rounds the
 /// window did not limit (`free_bps`, 0 none), against the fastest round trip at the window
-/// (`window_bps`, its pace compared with this round's), or, if the window had shrunk from
-/// `before`, against that larger window at the round's pace (the path carried it before).
-fn round_cost_s(r: &Round, before: u64, free_bps: f64, window_bps: f64) -> f64 {
+/// (`window_bps`, its pace compared with this round's), or, if the window that held it
+/// (`held`) had shrunk from `before`, against that larger window at the round's pace (the
+/// path carried it before).
+fn round_cost_s(r: &Round, held: u64, before: u64, free_bps: f64, window_bps: f64) -> f64 {
     let rate = r.delivery_bps();
-    let reopened = if r.rcv_window > 0 && shrunk(r.rcv_window, before) {
-        rate * before as f64 / r.rcv_window as f64
+    let reopened = if held > 0 && shrunk(held, before) {
+        rate * before as f64 / held as f64
     } else {
         0.0
     };
@@ -156,9 +171,9 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
         Some(d) if cx.capture_near_sender() && d > 0 => d,
         _ => cx.rtt,
     };
-    let window_bps = window_ceiling_bps(stuck(cx).map(|(r, _)| r), base_rtt);
+    let window_bps = window_ceiling_bps(stuck(cx).map(|(r, ..)| r), base_rtt);
     let rwnd_cost: f64 = stuck(cx)
-        .map(|(r, before)| round_cost_s(&r, before, free_bps, window_bps))
+        .map(|(r, before, held)| round_cost_s(&r, held, before, free_bps, window_bps))
         .sum();
     let zw_s = cx.budget_s(State::ZeroWindow);
     let mut f = cx.finding(FindingKind::ReceiverWindowLimited, zw_s + rwnd_cost);
@@ -242,23 +257,32 @@ mod tests {
     #[test]
     fn a_faster_free_round_prices_a_steady_window() {
         // 125 kB in 100 ms = 10 Mbit/s against a path that showed 40 Mbit/s.
-        let c = round_cost_s(&round(125_000, 64_000), 64_000, 40e6, 0.0);
+        let c = round_cost_s(&round(125_000, 64_000), 64_000, 64_000, 40e6, 0.0);
         assert!((c - 0.075).abs() < 1e-9, "{c}");
         // No faster round: the path's room above a steady window is unknown.
-        assert_eq!(round_cost_s(&round(125_000, 64_000), 64_000, 5e6, 0.0), 0.0);
-        assert_eq!(round_cost_s(&round(125_000, 64_000), 64_000, 0.0, 0.0), 0.0);
+        assert_eq!(
+            round_cost_s(&round(125_000, 64_000), 64_000, 64_000, 5e6, 0.0),
+            0.0
+        );
+        assert_eq!(
+            round_cost_s(&round(125_000, 64_000), 64_000, 64_000, 0.0, 0.0),
+            0.0
+        );
     }
 
     #[test]
     fn a_shrunk_window_is_priced_against_the_window_it_had() {
         // Closed to a quarter of what it advertised: the earlier window, at the same pace,
         // delivers four times as much, with no faster free round to show it.
-        let c = round_cost_s(&round(125_000, 16_000), 64_000, 0.0, 0.0);
+        let c = round_cost_s(&round(125_000, 16_000), 16_000, 64_000, 0.0, 0.0);
         assert!((c - 0.075).abs() < 1e-9, "{c}");
         // Just not shrunk (at 90%): nothing beyond the free rate.
-        assert_eq!(round_cost_s(&round(125_000, 57_600), 64_000, 0.0, 0.0), 0.0);
+        assert_eq!(
+            round_cost_s(&round(125_000, 57_600), 57_600, 64_000, 0.0, 0.0),
+            0.0
+        );
         // The faster of the two ceilings holds.
-        let c = round_cost_s(&round(125_000, 32_000), 64_000, 40e6, 0.0);
+        let c = round_cost_s(&round(125_000, 32_000), 32_000, 64_000, 40e6, 0.0);
         assert!((c - 0.075).abs() < 1e-9, "{c}");
     }
 
@@ -304,19 +328,58 @@ mod tests {
     fn a_round_at_the_window_that_took_longer_than_the_fastest_lost_the_difference() {
         let fastest = 64_000.0 * 8.0 / 0.010;
         // 25 ms where the same window once took 10 ms: 15 ms lost.
-        let c = round_cost_s(&held_round(25, 44), 64_000, 0.0, fastest);
+        let c = round_cost_s(&held_round(25, 44), 64_000, 64_000, 0.0, fastest);
         assert!((c - 0.015).abs() < 1e-9, "{c}");
         // The fastest round itself, or one as fast, lost nothing.
-        assert_eq!(round_cost_s(&held_round(10, 44), 64_000, 0.0, fastest), 0.0);
-        assert_eq!(round_cost_s(&held_round(9, 44), 64_000, 0.0, fastest), 0.0);
+        assert_eq!(
+            round_cost_s(&held_round(10, 44), 64_000, 64_000, 0.0, fastest),
+            0.0
+        );
+        assert_eq!(
+            round_cost_s(&held_round(9, 44), 64_000, 64_000, 0.0, fastest),
+            0.0
+        );
         // The larger of the two ceilings holds: a free round at 4 times the rate.
         let c = round_cost_s(
             &held_round(25, 44),
+            64_000,
             64_000,
             4.0 * 64_000.0 * 8.0 / 0.025,
             fastest,
         );
         assert!((c - 0.025 * 0.75).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn next_to_the_sender_the_window_that_held_a_round_is_its_flight_when_larger() {
+        let r = Round {
+            rcv_window: 300_000,
+            ..Round::default()
+        };
+        let l = |flight: u64| RoundLimit {
+            limit: Limit::ReceiverWindow,
+            flight_bytes: flight,
+            cwnd_est: None,
+        };
+        // 1.6 MB out, 300 kB advertised at the round's end: the window that held it was
+        // the 1.6 MB, not the moment's dip after it.
+        assert_eq!(held_window(&r, &l(1_600_000), Vantage::Sender), 1_600_000);
+        assert!(!shrunk(
+            held_window(&r, &l(1_600_000), Vantage::Sender),
+            1_680_000
+        ));
+        // a flight held at the smaller window: that window
+        assert_eq!(held_window(&r, &l(290_000), Vantage::Sender), 300_000);
+        assert!(shrunk(
+            held_window(&r, &l(290_000), Vantage::Sender),
+            1_680_000
+        ));
+        // from the receiver's side the data per round trip may be two windows: the window
+        assert_eq!(held_window(&r, &l(600_000), Vantage::Receiver), 300_000);
+        // priced against the earlier window from the window that held the round
+        let rr = round(125_000, 16_000);
+        let c = round_cost_s(&rr, 32_000, 64_000, 0.0, 0.0);
+        assert!((c - 0.050).abs() < 1e-9, "{c}");
     }
 
     #[test]
@@ -387,6 +450,6 @@ mod tests {
     #[test]
     fn a_round_that_delivered_nothing_against_no_ceiling_costs_nothing_here() {
         // Zero windows are priced as their own state, not as window-full rounds.
-        assert_eq!(round_cost_s(&round(0, 0), 64_000, 0.0, 0.0), 0.0);
+        assert_eq!(round_cost_s(&round(0, 0), 0, 64_000, 0.0, 0.0), 0.0);
     }
 }

@@ -161,3 +161,44 @@ fn from_the_receiver_a_window_arriving_whole_every_round_trip_limits_the_sender(
         d.findings
     );
 }
+
+#[test]
+fn a_window_closed_for_a_moment_after_the_flight_went_out_did_not_hold_it() {
+    // Autotuning opens the window from 64 to 256 segments. Twice the sender fills 60 of the
+    // 64 and the ACK closing that round advertises 8 (the reader a moment late), reopened
+    // to 64 at once: the rounds ran at the 64 the receiver had, not at the dip.
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    for (n, win, dip) in [
+        (2, 64, false),
+        (4, 64, false),
+        (8, 64, false),
+        (16, 64, false),
+        (32, 64, false),
+        (60, 64, true),
+        (60, 64, false),
+        (60, 64, true),
+        (60, 256, false),
+        (60, 256, false),
+    ] {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, n, MSS);
+        if dip {
+            t.after_ms(10).server_acks(AUTO).win(8 * MSS);
+            t.after_ms(0.1).server_acks(AUTO).win(win * MSS);
+        } else {
+            t.after_ms(10).server_acks(AUTO).win(win * MSS);
+        }
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    let d = diagnose(&t);
+    let cost = d
+        .findings
+        .iter()
+        .find(|f| f.kind == K::ReceiverWindowLimited)
+        .map_or(0.0, |f| f.cost.seconds);
+    assert!(cost < 1e-9, "{d:#?}");
+}
