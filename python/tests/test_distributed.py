@@ -340,3 +340,18 @@ def test_only_uncompressed_pcap_files_are_split(tmp_path):
     assert distributed.stage1_tasks([plain], 0) == [(plain, None)]
     # The default: files up to 256 MB whole.
     assert distributed.stage1_tasks([plain], None) == [(plain, None)]
+
+
+def test_export_of_byte_ranges_writes_the_tables_of_tcpdx_export(capsys, tmp_path):
+    plain = plain_pcap("smb3_write_loss1pct/client.pcap.gz", tmp_path)
+    want_dir, got_dir = tmp_path / "want", tmp_path / "got"
+    r = tcpdx("export", str(plain), "-o", str(want_dir))
+    assert r.returncode == 0, r.stderr
+    split = str(plain.stat().st_size // 4 + 5)
+    args = ["export", "--address", "local", "--flat", "--split-bytes", split, str(plain)]
+    code, _, err = ray_cli(capsys, *args, "-o", str(got_dir))
+    assert code == 0, err
+    want = sorted(p.name for p in want_dir.iterdir())
+    assert want and sorted(p.name for p in got_dir.iterdir()) == want
+    for name in want:
+        assert (got_dir / name).read_bytes() == (want_dir / name).read_bytes(), name
