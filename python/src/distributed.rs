@@ -21,10 +21,11 @@ fn options(
     Ok(o)
 }
 
-/// Stage 1: the capture `file` into `partitions` shards in `out` as file `index` of the
-/// run; returns its shard meta (`key value` lines).
+/// Stage 1: the capture `file` (or the records that begin in its byte `range`, start and
+/// end) into `partitions` shards in `out` as file `index` of the run; returns its shard
+/// meta (`key value` lines).
 #[pyfunction]
-#[pyo3(signature = (file, out, index, partitions, *, max_flows=None, decode_as=None, port=vec![]))]
+#[pyo3(signature = (file, out, index, partitions, *, range=None, max_flows=None, decode_as=None, port=vec![]))]
 #[allow(clippy::too_many_arguments)]
 fn shard(
     py: Python<'_>,
@@ -32,14 +33,18 @@ fn shard(
     out: PathBuf,
     index: u32,
     partitions: u16,
+    range: Option<(u64, u64)>,
     max_flows: Option<usize>,
     decode_as: Option<HashMap<u16, String>>,
     port: Vec<u16>,
 ) -> PyResult<String> {
     let o = options(file.clone(), max_flows, decode_as, port)?;
-    py.detach(|| distributed::shard(&file, &out, index, partitions, &o))
-        .map(|m| m.to_text())
-        .map_err(super::py_err)
+    py.detach(|| match range {
+        Some(r) => distributed::shard_range(&file, &out, index, partitions, r, &o),
+        None => distributed::shard(&file, &out, index, partitions, &o),
+    })
+    .map(|m| m.to_text())
+    .map_err(super::py_err)
 }
 
 /// Stage 2 and the merge over the shards in `dir`: what `tcpdx diagnose [--json|--all]`

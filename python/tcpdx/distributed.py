@@ -3,7 +3,10 @@
 
 The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
 
-- stage 1, one Ray task per capture file: ``shard`` reads and decodes it and writes
+- stage 1, one Ray task per capture file, or per byte range of a large uncompressed pcap
+  file (``--split-bytes``: each range's task finds its first record boundary by resync,
+  and its frames are numbered after those of the ranges before it): ``shard`` reads and
+  decodes it and writes
   each TCP frame's analysis input (headers, and storage payloads where a storage parser
   reads them) into one shard per partition, by the direction-free connection hash;
 - stage 2 and the merge, one Ray task: ``diagnose_shards`` replays each partition on
@@ -38,6 +41,14 @@ from pathlib import Path
 import ray
 
 MAX_PARTITIONS = 255
+# Uncompressed pcap files above this many bytes are read by one stage-1 task per range of
+# this many bytes (``--split-bytes``).
+SPLIT_BYTES = 256 << 20
+# The pcap magic numbers (microsecond, nanosecond, modified; either byte order).
+PCAP_MAGICS = {
+    bytes.fromhex(m)
+    for m in ("d4c3b2a1", "a1b2c3d4", "4d3cb2a1", "a1b23c4d", "34cdb2a1", "a1b2cd34")
+}
 
 
 class TcpdxError(RuntimeError):
@@ -96,19 +107,70 @@ def _native_call(f, *args, **kwargs):
 
 @ray.remote
 def shard_task(
-    binary: str | None, file: str, out: str, index: int, partitions: int, options: dict
+    binary: str | None,
+    file: str,
+    out: str,
+    index: int,
+    partitions: int,
+    options: dict,
+    byte_range: tuple[int, int] | None = None,
 ) -> dict:
-    """Stage 1 of one file (native, or ``binary`` when given): its shard meta as a dict."""
+    """Stage 1 of one file, or of the records that begin in ``byte_range`` (start, end) of
+    it (native, or ``binary`` when given): its shard meta as a dict."""
     if binary is None:
         from tcpdx import _native
 
-        text = _native_call(_native.shard, file, out, index, partitions, **options)
+        extra = {} if byte_range is None else {"range": byte_range}
+        text = _native_call(_native.shard, file, out, index, partitions, **extra, **options)
     else:
+        cut = [] if byte_range is None else ["--range", f"{byte_range[0]}:{byte_range[1]}"]
         text = _run(
             [binary, "shard", file, "--out", out, "--index", str(index)]
-            + ["--partitions", str(partitions), *cli_flags(options)]
+            + ["--partitions", str(partitions), *cut, *cli_flags(options)]
         )
     return parse_meta(text)
+
+
+def is_plain_pcap(path: str) -> bool:
+    """Whether ``path`` is an uncompressed pcap file (the files read in byte ranges)."""
+    with open(path, "rb") as f:
+        return f.read(4) in PCAP_MAGICS
+
+
+def stage1_tasks(paths: list[str], split_bytes: int | None) -> list[tuple[str, tuple | None]]:
+    """The stage-1 tasks of ``paths``: (file, byte range or None for the whole file), in
+    the files' order. An uncompressed pcap file above ``split_bytes`` (default
+    :data:`SPLIT_BYTES`; 0 never splits) is cut into ranges of that many bytes; pcapng and
+    compressed files are read whole."""
+    size = SPLIT_BYTES if split_bytes is None else split_bytes
+    if size < 0:
+        raise TcpdxError(f"--split-bytes {size}: give 0 (never split) or a byte count")
+    tasks: list[tuple[str, tuple | None]] = []
+    for f in paths:
+        length = Path(f).stat().st_size if Path(f).is_file() else 0
+        if size == 0 or length <= size or not is_plain_pcap(f):
+            tasks.append((f, None))
+            continue
+        tasks += [(f, (start, min(start + size, length))) for start in range(0, length, size)]
+    return tasks
+
+
+def run_stage1(
+    binary: str | None,
+    paths: list[str],
+    out: str,
+    partitions: int,
+    options: dict,
+    split_bytes: int | None,
+) -> list[dict]:
+    """Stage 1 of ``paths`` as Ray tasks (one per file or byte range): their metas."""
+    tasks = stage1_tasks(paths, split_bytes)
+    return ray.get(
+        [
+            shard_task.remote(binary, f, out, i, partitions, options, byte_range)
+            for i, (f, byte_range) in enumerate(tasks)
+        ]
+    )
 
 
 @ray.remote
@@ -153,6 +215,15 @@ def parse_meta(text: str) -> dict:
         key, _, value = line.partition(" ")
         if key == "warning":
             meta["warnings"].append(value)
+        elif key == "range":
+            start, end, began, stopped, length = (int(x) for x in value.split())
+            meta[key] = {
+                "start": start,
+                "end": end,
+                "began": began,
+                "stopped": stopped,
+                "file_len": length,
+            }
         elif key == "file":
             meta[key] = value
         elif value == "-":
@@ -193,12 +264,14 @@ def diagnose(
     shard_dir: str | None = None,
     options: dict | None = None,
     stats: dict | None = None,
+    split_bytes: int | None = None,
 ) -> str:
     """The text ``tcpdx diagnose [--json] FILES...`` prints for ``files`` read as one
     capture, computed on the connected Ray cluster. ``options``: analysis options of both
     stages, as the package's functions take them (``port``, ``decode_as``,
-    ``max_flows``). ``stats``, if given, gets the stage-1 metas and the shard bytes. The
-    stages' warnings go to stderr as tcpdx prints them."""
+    ``max_flows``). ``split_bytes``: see :func:`stage1_tasks`. ``stats``, if given, gets
+    the stage-1 metas (one per task) and the shard bytes. The stages' warnings go to stderr
+    as tcpdx prints them."""
     if not files:
         raise TcpdxError("no capture files given")
     binary = None if native_stages() else tcpdx_binary()
@@ -211,9 +284,7 @@ def diagnose(
     try:
         Path(out).mkdir(parents=True, exist_ok=True)
         paths = [str(Path(f).resolve()) for f in files]
-        metas = ray.get(
-            [shard_task.remote(binary, f, out, i, n, options) for i, f in enumerate(paths)]
-        )
+        metas = run_stage1(binary, paths, out, n, options, split_bytes)
         text, warnings = ray.get(
             diagnose_shards_task.remote(binary, out, json, all_findings, options)
         )
@@ -237,6 +308,7 @@ def export(
     shard_dir: str | None = None,
     options: dict | None = None,
     flat: bool = False,
+    split_bytes: int | None = None,
 ) -> str:
     """The tables ``tcpdx export FILE -o OUT`` writes, for ``files`` read as one capture:
     stage 1 as Ray tasks, then one task replays the shards in capture order into the tables
@@ -256,6 +328,7 @@ def export(
                 shard_dir=shard_dir,
                 options=options,
                 flat=True,
+                split_bytes=split_bytes,
             )
             hive_layout(tables, out)
         return line.replace(f" to {Path(tables).resolve()}:", f" to {out} (hive: date, hour):")
@@ -267,7 +340,7 @@ def export(
     try:
         Path(shards).mkdir(parents=True, exist_ok=True)
         paths = [str(Path(f).resolve()) for f in files]
-        ray.get([shard_task.remote(binary, f, shards, i, n, options) for i, f in enumerate(paths)])
+        run_stage1(binary, paths, shards, n, options, split_bytes)
         tables = str(Path(out).resolve())
         return ray.get(export_shards_task.remote(binary, shards, tables, " ".join(files), options))
     finally:
@@ -406,6 +479,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("files", nargs="+")
         p.add_argument("--partitions", type=int, help="stage 2 partitions (default: CPUs)")
         p.add_argument(
+            "--split-bytes",
+            type=int,
+            metavar="N",
+            help="uncompressed pcap files above N bytes are read by one stage-1 task per "
+            f"N-byte range (default {SPLIT_BYTES >> 20} MiB; 0: one task per file); pcapng "
+            "and compressed files are read whole",
+        )
+        p.add_argument(
             "--shard-dir",
             help="a directory every node sees (default: a temporary one, removed after)",
         )
@@ -433,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                     partitions=a.partitions,
                     shard_dir=a.shard_dir,
                     options=options,
+                    split_bytes=a.split_bytes,
                 )
             )
         else:
@@ -444,6 +526,7 @@ def main(argv: list[str] | None = None) -> int:
                     shard_dir=a.shard_dir,
                     options=options,
                     flat=a.flat,
+                    split_bytes=a.split_bytes,
                 )
             )
     except (TcpdxError, ray.exceptions.RayTaskError) as e:

@@ -277,3 +277,81 @@ def test_export_is_hive_partitioned_by_date_and_hour(capsys, tmp_path):
         f"hive_partitioning = true) where hour = {hours[0][0]}"
     ).fetchall()[0][0]
     assert 0 < one < con.sql(f"select count(*) from '{want_dir}/segments.parquet'").fetchall()[0][0]
+
+
+def plain_pcap(case: str, tmp: Path) -> Path:
+    """The lab fixture ``case`` as one uncompressed pcap file (byte ranges are of such)."""
+    out = tmp / "whole.pcap"
+    subprocess.run(["editcap", "-F", "pcap", str(LAB / case), str(out)], check=True)
+    return out
+
+
+def test_byte_ranges_of_one_file_equal_tcpdx(capsys, tmp_path):
+    plain = plain_pcap("case003_nfs_write_stall/server.pcap.gz", tmp_path)
+    want = tcpdx("diagnose", "--json", str(plain))
+    assert want.returncode == 0, want.stderr
+    size = plain.stat().st_size
+    # Ranges of an odd size: cuts in the middle of records.
+    split = size // 5 + 13
+    stats: dict = {}
+    out = distributed.diagnose(
+        [str(plain)], json=True, partitions=2, stats=stats, split_bytes=split
+    )
+    assert out == want.stdout
+    # One stage-1 task per range, tiling the file; each began where the one before stopped.
+    ranges = sorted((m["range"] for m in stats["metas"]), key=lambda r: r["start"])
+    assert len(ranges) == -(-size // split) == 5
+    assert ranges[0]["start"] == 0 and ranges[-1]["end"] == size
+    for a, b in zip(ranges, ranges[1:]):
+        assert a["end"] == b["start"] and a["stopped"] == b["began"]
+    assert all(m["frames"] > 0 for m in stats["metas"])
+    # The command line's --split-bytes, and the binary's --range, give the same.
+    code, out, err = ray_cli(
+        capsys, "diagnose", "--address", "local", "--json", "--split-bytes", str(split), str(plain)
+    )
+    assert code == 0, err
+    assert out == want.stdout
+
+
+def test_the_binary_reads_byte_ranges_too(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TCPDX_RAY_STAGES", "binary")
+    plain = plain_pcap("case001_reorder_behind/client.pcap.gz", tmp_path)
+    want = tcpdx("diagnose", "--json", str(plain))
+    stats: dict = {}
+    split = plain.stat().st_size // 3 + 1
+    out = distributed.diagnose(
+        [str(plain)], json=True, partitions=3, stats=stats, split_bytes=split
+    )
+    assert out == want.stdout
+    assert not stats["native"] and len(stats["metas"]) == 3
+
+
+def test_only_uncompressed_pcap_files_are_split(tmp_path):
+    gz = str(LAB / "case001_reorder_behind" / "client.pcap.gz")
+    assert distributed.stage1_tasks([gz], 1000) == [(gz, None)]
+    plain = str(plain_pcap("case001_reorder_behind/client.pcap.gz", tmp_path))
+    size = Path(plain).stat().st_size
+    # At the threshold: whole; a byte above: two ranges; 0: never split.
+    assert distributed.stage1_tasks([plain], size) == [(plain, None)]
+    assert distributed.stage1_tasks([plain], size - 1) == [
+        (plain, (0, size - 1)),
+        (plain, (size - 1, size)),
+    ]
+    assert distributed.stage1_tasks([plain], 0) == [(plain, None)]
+    # The default: files up to 256 MB whole.
+    assert distributed.stage1_tasks([plain], None) == [(plain, None)]
+
+
+def test_export_of_byte_ranges_writes_the_tables_of_tcpdx_export(capsys, tmp_path):
+    plain = plain_pcap("smb3_write_loss1pct/client.pcap.gz", tmp_path)
+    want_dir, got_dir = tmp_path / "want", tmp_path / "got"
+    r = tcpdx("export", str(plain), "-o", str(want_dir))
+    assert r.returncode == 0, r.stderr
+    split = str(plain.stat().st_size // 4 + 5)
+    args = ["export", "--address", "local", "--flat", "--split-bytes", split, str(plain)]
+    code, _, err = ray_cli(capsys, *args, "-o", str(got_dir))
+    assert code == 0, err
+    want = sorted(p.name for p in want_dir.iterdir())
+    assert want and sorted(p.name for p in got_dir.iterdir()) == want
+    for name in want:
+        assert (got_dir / name).read_bytes() == (want_dir / name).read_bytes(), name

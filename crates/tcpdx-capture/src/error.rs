@@ -102,6 +102,11 @@ pub enum CaptureErrorKind {
         /// Option length.
         length: u16,
     },
+    /// A byte range of the file cannot be read on its own (see `RangeReader`).
+    Range {
+        /// Why, on one line.
+        why: String,
+    },
 }
 
 /// Why a pcapng block total length is wrong.
@@ -245,6 +250,7 @@ impl fmt::Display for CaptureErrorKind {
                 "pcapng block {} has option {code} of length {length} running past the block end",
                 BlockName(*block_type)
             ),
+            Self::Range { why } => f.write_str(why),
         }
     }
 }

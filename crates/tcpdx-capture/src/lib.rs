@@ -60,6 +60,7 @@ mod input;
 mod mapped;
 mod pcap;
 mod pcapng;
+mod range;
 mod raw;
 mod set;
 mod sniff;
@@ -75,6 +76,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use error::{BlockLengthProblem, CaptureError, CaptureErrorKind, CaptureWarning};
 pub use mapped::{Map, exit_on_sigbus};
+pub use range::RangeReader;
 pub use raw::{BlockKind, PcapHeader, RawBlock, RawItem, RawReader, RawRecord};
 pub use set::{CaptureSet, MAX_RUNS, OpenMember, SetMap, SetOrder, members};
 pub use sniff::{CaptureFormat, Compression, Container};

@@ -160,6 +160,41 @@ impl PcapFile {
         }
     }
 
+    /// Length of a record header.
+    pub(crate) fn record_header_len(&self) -> usize {
+        self.record_header_len
+    }
+
+    /// The seconds of the record header `h`.
+    pub(crate) fn ts_sec(&self, h: &[u8]) -> u32 {
+        u32_at(h, record_field::TS_SEC, self.big_endian)
+    }
+
+    /// The whole length of the record whose header `h` may be (for finding a record
+    /// boundary in the middle of a file): `None` unless its fraction of a second is below a
+    /// second, its captured length within the link type's maximum, and its original length
+    /// neither 0 nor far above any packet's (a run of zero bytes is no record).
+    pub(crate) fn plausible(&self, h: &[u8]) -> Option<usize> {
+        let be = self.big_endian;
+        let frac = u32_at(h, record_field::TS_FRAC, be);
+        let mut caplen = u32_at(h, record_field::INCL_LEN, be);
+        let mut orig_len = u32_at(h, record_field::ORIG_LEN, be);
+        let swap = match self.lengths {
+            LengthOrder::Normal => false,
+            LengthOrder::Swapped => true,
+            LengthOrder::SwappedIfCaplenLarger => caplen > orig_len,
+        };
+        if swap {
+            (caplen, orig_len) = (orig_len, caplen);
+        }
+        let second = 1_000_000_000 / self.ns_per_frac;
+        let ok = i64::from(frac) < second
+            && caplen <= self.max_caplen
+            && orig_len >= 1
+            && orig_len <= self.max_caplen.max(1 << 20);
+        ok.then_some(self.record_header_len + caplen as usize)
+    }
+
     /// Reads the next record header and makes its data available in `w`.
     // Always inlined: once a packet (see `CaptureReader::next_frame`).
     #[inline(always)]

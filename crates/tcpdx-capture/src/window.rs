@@ -149,6 +149,13 @@ impl Window {
         }
     }
 
+    /// The window, its first byte at stream offset `base` (a reader entering a file in the
+    /// middle: offsets in errors stay those of the file).
+    pub(crate) fn starting_at(mut self, base: u64) -> Self {
+        self.base = base;
+        self
+    }
+
     /// Whether the window is over a mapped file.
     pub(crate) fn is_mapped(&self) -> bool {
         matches!(*self.buf, Buffer::Mapped(_))

@@ -304,3 +304,163 @@ fn export_of_a_ring_buffer_equals_the_whole_capture() {
         assert!(format!("{rows:?}").contains(char::is_numeric));
     }
 }
+
+/// Offsets of the records of the (microsecond or nanosecond, little-endian) pcap `bytes`.
+fn record_starts(bytes: &[u8]) -> Vec<u64> {
+    let mut at = 24usize;
+    let mut out = Vec::new();
+    while at + 16 <= bytes.len() {
+        out.push(at as u64);
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+    }
+    out
+}
+
+/// `file` sharded in the byte ranges between `cuts` (and 0, and its end) into `shards`,
+/// the pieces' indexes in reverse of their order in the file.
+fn shard_in_ranges(file: &Path, cuts: &[u64], shards: &Path, partitions: u16) -> Vec<ShardMeta> {
+    let len = std::fs::metadata(file).unwrap().len();
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(len);
+    let n = bounds.len() - 1;
+    let o = Options::default();
+    bounds
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            let index = (n - 1 - i) as u32;
+            distributed::shard_range(file, shards, index, partitions, (w[0], w[1]), &o).unwrap()
+        })
+        .collect()
+}
+
+/// The cuts of `n` ranges of a file of `len` bytes whose records start at `starts`: about
+/// equal, one exactly at a record boundary, one a byte past one, the others wherever.
+fn cuts_of(n: usize, len: u64, starts: &[u64]) -> Vec<u64> {
+    let mut cuts: Vec<u64> = (1..n as u64).map(|k| len * k / n as u64 + 7 * k).collect();
+    let at = |c: u64| starts[starts.partition_point(|&s| s < c).min(starts.len() - 1)];
+    cuts[0] = at(cuts[0]);
+    if n > 2 {
+        cuts[1] = at(cuts[1]) + 1;
+    }
+    cuts
+}
+
+#[test]
+fn lab_fixtures_in_byte_ranges_equal_the_whole_file() {
+    let o = Options::default();
+    for case in LAB {
+        let path = repo(&format!("tests/data/lab/{case}"));
+        let dir = tempfile::tempdir().unwrap();
+        // The fixture as one uncompressed pcap file (byte ranges are of such files).
+        let whole = cut(&path, 1, dir.path()).remove(0);
+        let bytes = std::fs::read(&whole).unwrap();
+        let starts = record_starts(&bytes);
+        let mut c = Capture::open(&whole);
+        let want = json(&c.diagnose(&o).unwrap());
+        let want_frames = c.summary().unwrap().stats.frames;
+        for (n, partitions) in [(3, 2), (7, 3)] {
+            let cuts = cuts_of(n, bytes.len() as u64, &starts);
+            // Mid-record cuts exist among them (a record straddling the cut).
+            assert!(cuts.iter().any(|c| !starts.contains(c)), "{cuts:?}");
+            assert!(starts.contains(&cuts[0]));
+            let shards = tempfile::tempdir().unwrap();
+            let metas = shard_in_ranges(&whole, &cuts, shards.path(), partitions);
+            assert_eq!(metas.iter().map(|m| m.frames).sum::<u64>(), want_frames);
+            assert!(metas.iter().all(|m| m.frames > 0), "{case}: {n} ranges");
+            let (got, summary) = distributed::diagnose_shards(shards.path(), &o).unwrap();
+            assert_eq!(json(&got), want, "{case} in {n} byte ranges");
+            assert_eq!(summary.stats.frames, want_frames);
+        }
+    }
+}
+
+#[test]
+fn export_of_byte_ranges_equals_the_whole_file() {
+    let meta = [("tcpdx_version", "test")];
+    let o = Options::default();
+    for case in [
+        "case003_nfs_write_stall/server.pcap.gz",
+        "case001_reorder_behind/client.pcap.gz",
+    ] {
+        let path = repo(&format!("tests/data/lab/{case}"));
+        let dir = tempfile::tempdir().unwrap();
+        let whole = cut(&path, 1, dir.path()).remove(0);
+        let bytes = std::fs::read(&whole).unwrap();
+        let want = dir.path().join("want");
+        Capture::open(&whole).export(&o, &want, &meta).unwrap();
+        let cuts = cuts_of(7, bytes.len() as u64, &record_starts(&bytes));
+        let shards = dir.path().join("shards");
+        shard_in_ranges(&whole, &cuts, &shards, 3);
+        let got = dir.path().join("got");
+        distributed::export_shards(&shards, &got, &o, &meta).unwrap();
+        let (w, g) = (tables(&want), tables(&got));
+        assert!(w.len() >= 5, "{case}: {} tables", w.len());
+        assert_eq!(
+            g.iter().map(|t| &t.0).collect::<Vec<_>>(),
+            w.iter().map(|t| &t.0).collect::<Vec<_>>()
+        );
+        for (a, b) in g.iter().zip(&w) {
+            assert!(a.1 == b.1, "{case}: {} differs", a.0);
+        }
+    }
+}
+
+#[test]
+fn byte_ranges_of_a_garbled_or_cut_file_read_as_the_whole_reader_does() {
+    let o = Options::default();
+    let path = repo("tests/data/lab/case000_rto_delack/server.pcap.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let whole = cut(&path, 1, dir.path()).remove(0);
+    let bytes = std::fs::read(&whole).unwrap();
+    let starts = record_starts(&bytes);
+    // A record cut off by the end of the file: the same warning (offset, frame number).
+    let short = dir.path().join("short.pcap");
+    std::fs::write(&short, &bytes[..bytes.len() - 20]).unwrap();
+    let mut c = Capture::open(&short);
+    let want = json(&c.diagnose(&o).unwrap());
+    let want_warnings = c.summary().unwrap().capture_warnings.clone();
+    assert_eq!(want_warnings.len(), 1);
+    let shards = tempfile::tempdir().unwrap();
+    let cuts = cuts_of(3, bytes.len() as u64 - 20, &starts);
+    shard_in_ranges(&short, &cuts, shards.path(), 2);
+    let (got, summary) = distributed::diagnose_shards(shards.path(), &o).unwrap();
+    assert_eq!(json(&got), want);
+    assert_eq!(summary.capture_warnings, want_warnings);
+    // A record's captured length made absurd in the middle: the single run's error, from
+    // the range that holds it; a range starting inside it resyncs at the next record.
+    let k = starts.len() / 2;
+    let mut garbled = bytes.clone();
+    let at = starts[k] as usize + 8;
+    garbled[at..at + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+    let bad = dir.path().join("garbled.pcap");
+    std::fs::write(&bad, &garbled).unwrap();
+    let want = Capture::open(&bad).diagnose(&o).unwrap_err().to_string();
+    assert!(want.contains(&format!("byte {}", starts[k])), "{want}");
+    let shards = tempfile::tempdir().unwrap();
+    let len = garbled.len() as u64;
+    let e = distributed::shard_range(&bad, shards.path(), 0, 2, (0, starts[k] + 3), &o)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, want);
+    let m = distributed::shard_range(&bad, shards.path(), 1, 2, (starts[k] + 3, len), &o).unwrap();
+    assert_eq!(m.range.unwrap().began, starts[k + 1]);
+    // Ranges that miss bytes, or a piece missing: errors naming the file.
+    let shards = tempfile::tempdir().unwrap();
+    distributed::shard_range(&whole, shards.path(), 0, 2, (0, starts[5]), &o).unwrap();
+    distributed::shard_range(&whole, shards.path(), 1, 2, (starts[5] + 1, len), &o).unwrap();
+    let e = distributed::diagnose_shards(shards.path(), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("ring00.pcap") && e.contains("do not meet"),
+        "{e}"
+    );
+    // Compressed: whole files only.
+    let e = distributed::shard_range(&path, shards.path(), 2, 2, (0, 1000), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("compressed"), "{e}");
+}

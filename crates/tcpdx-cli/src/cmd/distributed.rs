@@ -28,6 +28,10 @@ pub struct ShardArgs {
     /// Partitions (stage 2 tasks), 1 to 255.
     #[arg(long)]
     pub partitions: u16,
+    /// Only the records that begin in bytes START..END of the file (an uncompressed pcap
+    /// file; the file's ranges, each sharded under its own index, are read as the file).
+    #[arg(long, value_name = "START:END", value_parser = parse_range)]
+    pub range: Option<(u64, u64)>,
     /// Analysis flags (those of stage 2).
     #[command(flatten)]
     pub analysis: Analysis,
@@ -66,15 +70,24 @@ pub struct ExportShardsArgs {
     pub analysis: Analysis,
 }
 
-/// Runs `tcpdx shard`: prints the file's shard meta.
+/// `START:END`, two byte offsets, START below END.
+fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{s:?}: give START:END, two byte offsets, START below END");
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let (a, b) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// Runs `tcpdx shard`: prints the file's (or byte range's) shard meta.
 pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
-    let m = distributed::shard(
-        &a.file,
-        &a.out,
-        a.index,
-        a.partitions,
-        &a.analysis.options("sharding"),
-    )?;
+    let o = a.analysis.options("sharding");
+    let m = match a.range {
+        Some(r) => distributed::shard_range(&a.file, &a.out, a.index, a.partitions, r, &o)?,
+        None => distributed::shard(&a.file, &a.out, a.index, a.partitions, &o)?,
+    };
     let mut out = io::stdout().lock();
     out_err(out.write_all(m.to_text().as_bytes()))?;
     Ok(ExitCode::SUCCESS)
@@ -102,7 +115,10 @@ pub fn export_shards(a: &ExportShardsArgs) -> Result<ExitCode> {
         Some(s) => s.clone(),
         None => {
             let metas = distributed::check_consecutive(distributed::shard_metas(&a.dir)?)?;
-            let files: Vec<String> = metas.iter().map(|m| m.file.display().to_string()).collect();
+            let mut files: Vec<String> =
+                metas.iter().map(|m| m.file.display().to_string()).collect();
+            // A file sharded in byte ranges is named once.
+            files.dedup();
             files.join(" ")
         }
     };
@@ -118,4 +134,19 @@ pub fn export_shards(a: &ExportShardsArgs) -> Result<ExitCode> {
         list.join(", ")
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges_are_two_offsets_start_below_end() {
+        assert_eq!(parse_range("0:1"), Ok((0, 1)));
+        assert_eq!(parse_range("268435456:536870912"), Ok((1 << 28, 1 << 29)));
+        for bad in ["5:5", "6:5", "5", ":5", "5:", "a:b", "-1:5"] {
+            let e = parse_range(bad).unwrap_err();
+            assert!(e.contains("START:END"), "{bad}: {e}");
+        }
+    }
 }

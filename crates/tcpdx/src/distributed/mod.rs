@@ -1,7 +1,8 @@
 //! A diagnosis run in stages that may each run elsewhere (the Ray driver of
 //! `tcpdx.distributed` runs them as tasks), with the single run's result.
 //!
-//! Stage 1, [`shard`], one per capture file: reads and decodes it, and writes each TCP
+//! Stage 1, [`shard`], one per capture file (or [`shard_range`], one per byte range of a
+//! large pcap file: its pieces are numbered as the whole file): reads and decodes it, and writes each TCP
 //! frame's analysis input (header fields, and the captured payload where a storage parser
 //! may read it: what the multi-core driver's reader hands its workers, not whole frames)
 //! into one shard per partition, chosen by the direction-free connection hash the
@@ -28,11 +29,13 @@ mod export;
 mod feed;
 mod plan;
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use tcpdx_capture::{Frames, RangeReader};
 use tcpdx_core::FrameInput;
 use tcpdx_detect::Diagnosis;
 use tcpdx_storage::findings::StorageEvidence;
@@ -78,6 +81,24 @@ pub struct ShardMeta {
     pub timeline_bytes: u64,
     /// What the reader found odd but read past (shown as a single run shows them).
     pub warnings: Vec<CaptureWarning>,
+    /// The byte range of the file read, when a piece of it was ([`shard_range`]).
+    pub range: Option<Piece>,
+}
+
+/// Where the piece of a file that [`shard_range`] read lies in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// The range asked for: the records that begin in `start..end`.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Offset of the first record read (the boundary found at or after `start`).
+    pub began: u64,
+    /// Offset of the first record not read (where the next piece must begin), or the
+    /// file's length.
+    pub stopped: u64,
+    /// The file's length.
+    pub file_len: u64,
 }
 
 const META_MAGIC: &str = "tcpdx-shard 1";
@@ -91,6 +112,12 @@ impl ShardMeta {
             // One line each (a message is one line; a stray newline must not end it).
             let message = w.message.replace('\n', " ");
             warnings.push_str(&format!("warning {} {message}\n", w.offset));
+        }
+        if let Some(r) = &self.range {
+            warnings.push_str(&format!(
+                "range {} {} {} {} {}\n",
+                r.start, r.end, r.began, r.stopped, r.file_len
+            ));
         }
         format!(
             "{META_MAGIC}\nindex {}\npartitions {}\nframes {}\nfirst_ts_ns {}\nlast_ts_ns {}\n\
@@ -132,6 +159,7 @@ impl ShardMeta {
             shard_bytes: 0,
             timeline_bytes: 0,
             warnings: Vec::new(),
+            range: None,
         };
         let mut seen = 0u32;
         for line in lines {
@@ -171,6 +199,20 @@ impl ShardMeta {
                 "shard_bytes" => m.shard_bytes = num(v)?,
                 "timeline_bytes" => m.timeline_bytes = num(v)?,
                 "file" => m.file = PathBuf::from(v),
+                "range" => {
+                    let n: Vec<u64> = v.split(' ').map(num).collect::<Result<_, _>>()?;
+                    let [start, end, began, stopped, file_len] = n[..] else {
+                        return Err(bad("range: give start, end, began, stopped, length"));
+                    };
+                    m.range = Some(Piece {
+                        start,
+                        end,
+                        began,
+                        stopped,
+                        file_len,
+                    });
+                    continue;
+                }
                 "warning" => {
                     let (offset, message) = v.split_once(' ').unwrap_or((v, ""));
                     m.warnings.push(CaptureWarning {
@@ -229,11 +271,7 @@ pub fn shard(
     partitions: u16,
     o: &Options,
 ) -> Result<ShardMeta, Error> {
-    if !(1..=MAX_PARTITIONS).contains(&partitions) {
-        return Err(Error::Shard(format!(
-            "{partitions} partitions: give 1 to {MAX_PARTITIONS}"
-        )));
-    }
+    check_partitions(partitions)?;
     // A shard is one file: a directory's members are sharded one by one (their order and
     // frame numbers come from the plan).
     let mut reader = match Source::Path(file.to_owned()).open(1)? {
@@ -245,6 +283,58 @@ pub fn shard(
             )));
         }
     };
+    let m = write_shards(&mut reader, file, dir, index, partitions, o)?;
+    write_meta(dir, &m)?;
+    Ok(m)
+}
+
+/// Stage 1 of the records that begin in the byte range `start..end` of the uncompressed
+/// pcap `file` (one task per range of a large file), as [`shard`] with `index` numbering
+/// the piece among the run's. The file's pieces, sharded alike, are read by stage 2 as the
+/// whole file: they must tile it (the first from 0, each from the end of the one before,
+/// the last to the end), and each must begin at the record boundary where the one before
+/// stopped (it found that boundary by resync), which stage 2 checks.
+pub fn shard_range(
+    file: &Path,
+    dir: &Path,
+    index: u32,
+    partitions: u16,
+    (start, end): (u64, u64),
+    o: &Options,
+) -> Result<ShardMeta, Error> {
+    check_partitions(partitions)?;
+    let mut reader = RangeReader::open(file, start, end)?;
+    let mut m = write_shards(&mut reader, file, dir, index, partitions, o)?;
+    m.range = Some(Piece {
+        start,
+        end,
+        began: reader.began(),
+        stopped: reader.stopped().unwrap_or(reader.began()),
+        file_len: reader.input_len().unwrap_or(0),
+    });
+    write_meta(dir, &m)?;
+    Ok(m)
+}
+
+fn check_partitions(partitions: u16) -> Result<(), Error> {
+    if (1..=MAX_PARTITIONS).contains(&partitions) {
+        return Ok(());
+    }
+    Err(Error::Shard(format!(
+        "{partitions} partitions: give 1 to {MAX_PARTITIONS}"
+    )))
+}
+
+/// Writes the shards and timeline of the frames of `reader` (the capture `file`); returns
+/// their meta, for the caller to write once complete.
+fn write_shards<R: Frames>(
+    reader: &mut R,
+    file: &Path,
+    dir: &Path,
+    index: u32,
+    partitions: u16,
+    o: &Options,
+) -> Result<ShardMeta, Error> {
     fs::create_dir_all(dir).map_err(|error| Error::CreateDir {
         dir: dir.to_owned(),
         error,
@@ -277,6 +367,7 @@ pub fn shard(
         shard_bytes: 0,
         timeline_bytes: 0,
         warnings: Vec::new(),
+        range: None,
     };
     let mut input = FrameInput::EMPTY;
     while let Some(frame) = reader.next_frame()? {
@@ -328,12 +419,16 @@ pub fn shard(
         out.flush().map_err(|e| io_err(p, e))?;
     }
     timeline.flush().map_err(|e| io_err(&tl_path, e))?;
-    // Written whole under another name, then renamed: a meta present is a stage 1 done.
-    let meta = meta_path(dir, index);
+    Ok(m)
+}
+
+/// Writes the meta of `m` (whole under another name, then renamed: a meta present is a
+/// stage 1 done).
+fn write_meta(dir: &Path, m: &ShardMeta) -> Result<(), Error> {
+    let meta = meta_path(dir, m.index);
     let tmp = meta.with_extension("meta.tmp");
     fs::write(&tmp, m.to_text()).map_err(|e| io_err(&tmp, e))?;
-    fs::rename(&tmp, &meta).map_err(|e| io_err(&meta, e))?;
-    Ok(m)
+    fs::rename(&tmp, &meta).map_err(|e| io_err(&meta, e))
 }
 
 /// The metas of every file sharded into `dir`, in index order.
@@ -501,13 +596,46 @@ fn summary_of(
         set: None,
         first_ts_ns: plan.first_ts.map_or(0, |t| t.0),
         stats,
-        capture_warnings: plan
-            .files
-            .iter()
-            .flat_map(|(m, _)| m.warnings.iter().cloned())
-            .collect(),
+        capture_warnings: capture_warnings(plan),
         warnings,
     }
+}
+
+/// The capture readers' warnings of the files of `plan`, file after file, as a single run
+/// shows them: the reader of a piece of a file numbers frames from the piece's first, the
+/// single run's from the file's first.
+fn capture_warnings(plan: &plan::Plan) -> Vec<CaptureWarning> {
+    let mut file_start: HashMap<&Path, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for (m, offset) in &plan.files {
+        // The pieces of a file are in file order: its first is met first.
+        let start = *file_start.entry(&m.file).or_insert(*offset);
+        for w in &m.warnings {
+            let mut w = w.clone();
+            if m.range.is_some() {
+                w.message = renumbered(&w.message, offset - start);
+            }
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// `message` of the capture reader with the frame number it names ("(frame N)", "(after
+/// frame N)") `by` more.
+fn renumbered(message: &str, by: u64) -> String {
+    for key in ["(frame ", "(after frame "] {
+        let Some(i) = message.find(key) else {
+            continue;
+        };
+        let (head, rest) = message.split_at(i + key.len());
+        if let Some(j) = rest.find(')')
+            && let Ok(n) = rest[..j].parse::<u64>()
+        {
+            return format!("{head}{}{}", n + by, &rest[j..]);
+        }
+    }
+    message.to_string()
 }
 
 /// What `tcpdx diagnose` prints of `d`: its JSON document (`json`), every finding in full
@@ -545,6 +673,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn warnings_of_a_piece_name_the_whole_file_frames() {
+        let m = "record cut off at byte 9000 (frame 12): analysed up to there";
+        assert_eq!(
+            renumbered(m, 30),
+            "record cut off at byte 9000 (frame 42): analysed up to there"
+        );
+        let m = "block cut off at byte 9000 (after frame 7): analysed up to there";
+        assert_eq!(
+            renumbered(m, 3),
+            "block cut off at byte 9000 (after frame 10): analysed up to there"
+        );
+        let m = "no frame here (frame x)";
+        assert_eq!(renumbered(m, 3), m);
+    }
+
+    #[test]
     fn metas_read_back_as_written() {
         let m = ShardMeta {
             file: PathBuf::from("/data/ring 07.pcap"),
@@ -564,9 +708,22 @@ mod tests {
                 offset: 4096,
                 message: "record longer than the snap length: read".into(),
             }],
+            range: None,
         };
         let name = Path::new("f00007.meta");
         assert_eq!(ShardMeta::parse(&m.to_text(), name).unwrap(), m);
+        // A piece of a file.
+        let piece = ShardMeta {
+            range: Some(Piece {
+                start: 1 << 20,
+                end: 2 << 20,
+                began: (1 << 20) + 60,
+                stopped: (2 << 20) + 1500,
+                file_len: 9 << 20,
+            }),
+            ..m.clone()
+        };
+        assert_eq!(ShardMeta::parse(&piece.to_text(), name).unwrap(), piece);
         // Cut short, another magic, a bad count, 0 partitions: errors naming the file.
         let text = m.to_text();
         let cut = &text[..text.find("records").unwrap()];
@@ -576,6 +733,7 @@ mod tests {
             text.replacen("frames 10", "frames ten", 1),
             text.replacen("partitions 255", "partitions 0", 1),
             text.replacen("partitions 255", "partitions 256", 1),
+            piece.to_text().replacen("range 1048576 ", "range ", 1),
         ] {
             let e = ShardMeta::parse(&bad, name).unwrap_err().to_string();
             assert!(e.starts_with("f00007.meta: "), "{e}");

@@ -1,15 +1,16 @@
 //! Stage 2's plan: the files in capture order with their first global frame number, and
 //! the sweeps a single analyzer and diagnoser would make, at their global frames.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tcpdx_core::InputStats;
 use tcpdx_detect::CLOSED_SWEEP_EVERY;
 use tcpdx_wire::Timestamp;
 
-use super::{ShardMeta, TIMELINE_ENTRY, io_err, timeline_path};
+use super::{Piece, ShardMeta, TIMELINE_ENTRY, io_err, timeline_path};
 use crate::Error;
 
 /// A sweep every worker makes after the frame `frame`, at time `ts`.
@@ -37,13 +38,18 @@ pub(crate) struct Plan {
 /// Orders `metas` by the time of their first frame and checks that each file starts no
 /// earlier than the one before it ends (a ring buffer, or files cut from one capture):
 /// files overlapping in time are an error naming both (their frames would have to be
-/// interleaved, which a distributed run does not do).
-pub fn check_consecutive(mut metas: Vec<ShardMeta>) -> Result<Vec<ShardMeta>, Error> {
+/// interleaved, which a distributed run does not do). The pieces of one file
+/// ([`super::shard_range`]) stay together in file order, and must make up the whole file
+/// ([`joined`]).
+pub fn check_consecutive(metas: Vec<ShardMeta>) -> Result<Vec<ShardMeta>, Error> {
+    let mut files = joined(metas)?;
     // Files without frames add nothing: anywhere is fine, last here.
-    metas.sort_by_key(|m| (m.first_ts_ns.is_none(), m.first_ts_ns, m.index));
-    for w in metas.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        if let (Some(end), Some(start)) = (a.last_ts_ns, b.first_ts_ns)
+    let first = |f: &[ShardMeta]| f.iter().find_map(|m| m.first_ts_ns);
+    let last = |f: &[ShardMeta]| f.iter().filter_map(|m| m.last_ts_ns).max();
+    files.sort_by_key(|f| (first(f).is_none(), first(f), f[0].index));
+    for w in files.windows(2) {
+        let (a, b) = (&w[0][0], &w[1][0]);
+        if let (Some(end), Some(start)) = (last(&w[0]), first(&w[1]))
             && start < end
         {
             return Err(Error::Shard(format!(
@@ -57,7 +63,66 @@ pub fn check_consecutive(mut metas: Vec<ShardMeta>) -> Result<Vec<ShardMeta>, Er
             )));
         }
     }
-    Ok(metas)
+    Ok(files.into_iter().flatten().collect())
+}
+
+/// The metas as files: a whole file alone, or the pieces of one file in file order, checked
+/// to read each of its records once: their ranges tile the file from byte 0 to its end,
+/// and each piece began at the record where the one before stopped.
+fn joined(metas: Vec<ShardMeta>) -> Result<Vec<Vec<ShardMeta>>, Error> {
+    let mut files = Vec::new();
+    let mut pieces: BTreeMap<PathBuf, Vec<ShardMeta>> = BTreeMap::new();
+    for m in metas {
+        if m.range.is_some() {
+            pieces.entry(m.file.clone()).or_default().push(m);
+        } else {
+            files.push(vec![m]);
+        }
+    }
+    for (file, mut p) in pieces {
+        p.sort_by_key(|m| m.range.map(|r| r.start));
+        let bad = |what: String| Err(Error::Shard(format!("{}: {what}", file.display())));
+        let r: Vec<Piece> = p.iter().filter_map(|m| m.range).collect();
+        let (first, last) = (r[0], r[r.len() - 1]);
+        if first.start != 0 {
+            return bad(format!(
+                "its first byte range starts at byte {}: bytes before it not sharded",
+                first.start
+            ));
+        }
+        for w in r.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if a.file_len != b.file_len {
+                return bad(format!(
+                    "{} bytes long for one byte range, {} for another (changed while sharded)",
+                    a.file_len, b.file_len
+                ));
+            }
+            if a.end != b.start {
+                return bad(format!(
+                    "byte ranges {}:{} and {}:{} do not meet (bytes not sharded, or sharded \
+                     twice)",
+                    a.start, a.end, b.start, b.end
+                ));
+            }
+            if a.stopped != b.began {
+                return bad(format!(
+                    "the byte range {}:{} stopped before the record at byte {}, the next \
+                     began at byte {}: the record boundary its resync found is wrong \
+                     (shard this file whole, or cut it elsewhere)",
+                    a.start, a.end, a.stopped, b.began
+                ));
+            }
+        }
+        if last.stopped != last.file_len {
+            return bad(format!(
+                "its last byte range {}:{} stops at byte {}, before its end ({} bytes)",
+                last.start, last.end, last.stopped, last.file_len
+            ));
+        }
+        files.push(p);
+    }
+    Ok(files)
 }
 
 impl Plan {
@@ -160,7 +225,6 @@ fn sweeps(dir: &Path, files: &[(ShardMeta, u64)], sweep_every: u64) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn meta(index: u32, frames: u64, first: Option<i64>, last: Option<i64>) -> ShardMeta {
         ShardMeta {
@@ -177,6 +241,64 @@ mod tests {
             shard_bytes: 0,
             timeline_bytes: frames * TIMELINE_ENTRY as u64,
             warnings: Vec::new(),
+            range: None,
+        }
+    }
+
+    /// Piece `index` of `big.pcap`: bytes `start..end`, records from `began` to `stopped`.
+    fn piece(index: u32, (start, end): (u64, u64), (began, stopped): (u64, u64)) -> ShardMeta {
+        ShardMeta {
+            file: PathBuf::from("big.pcap"),
+            range: Some(Piece {
+                start,
+                end,
+                began,
+                stopped,
+                file_len: 300,
+            }),
+            ..meta(index, 5, Some(i64::from(index) * 100), Some(0))
+        }
+    }
+
+    #[test]
+    fn the_pieces_of_a_file_stay_together_and_must_make_it_up() {
+        // Times going back inside the file (piece 1 ends after piece 2 begins, as frames
+        // out of order do): in file order still, after a file before it in time.
+        let mut p = vec![
+            piece(3, (200, 300), (210, 300)),
+            piece(1, (0, 100), (24, 120)),
+            piece(2, (100, 200), (120, 210)),
+        ];
+        p[1].last_ts_ns = Some(250);
+        p[2].first_ts_ns = Some(200);
+        let before = meta(7, 5, Some(10), Some(20));
+        let mut all = p.clone();
+        all.push(before);
+        let got = check_consecutive(all).unwrap();
+        let order: Vec<u32> = got.iter().map(|m| m.index).collect();
+        assert_eq!(order, [7, 1, 2, 3]);
+        // A boundary one off, a gap, a missing start or end: errors naming the file.
+        let cases: Vec<(Vec<ShardMeta>, &str)> = vec![
+            (
+                vec![
+                    piece(1, (0, 100), (24, 120)),
+                    piece(2, (100, 300), (121, 300)),
+                ],
+                "resync",
+            ),
+            (
+                vec![
+                    piece(1, (0, 100), (24, 120)),
+                    piece(2, (101, 300), (120, 300)),
+                ],
+                "do not meet",
+            ),
+            (vec![piece(2, (100, 300), (120, 300))], "bytes before it"),
+            (vec![piece(1, (0, 100), (24, 120))], "before its end"),
+        ];
+        for (metas, what) in cases {
+            let e = check_consecutive(metas).unwrap_err().to_string();
+            assert!(e.starts_with("big.pcap: ") && e.contains(what), "{e}");
         }
     }
 
