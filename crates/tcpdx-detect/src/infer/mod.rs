@@ -305,6 +305,14 @@ impl ConnTracker {
         } else if !syn && ack && dir == Dir::ClientToServer && h.synack.is_some() && h.ack.is_none()
         {
             h.ack = Some(ts);
+            let point = h.capture_point();
+            for d in [Dir::ClientToServer, Dir::ServerToClient] {
+                self.senders[d.idx()].capture_near_receiver = matches!(
+                    (point, d),
+                    (CapturePoint::NearServer, Dir::ClientToServer)
+                        | (CapturePoint::NearClient, Dir::ServerToClient)
+                );
+            }
         }
         if syn {
             self.senders[dir.idx()].on_syn(d);

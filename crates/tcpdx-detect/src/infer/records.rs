@@ -7,8 +7,9 @@ use tcpdx_core::Dir;
 
 use super::Gap;
 use super::sender::{
-    DelackPause, LossEpisode, NaglePause, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, PROOF_ECHO,
-    PROOF_LATE_ORIGINAL, RecoveryKind, RtoStall, Spurious, ZeroWindow,
+    DelackPause, LossEpisode, NaglePause, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK,
+    PROOF_EARLY_SACK, PROOF_ECHO, PROOF_LATE_ORIGINAL, RecoveryKind, RtoStall, Spurious,
+    ZeroWindow,
 };
 use crate::spill::list::{Reader, Record, Writer};
 
@@ -160,12 +161,13 @@ impl Record for Gap {
 }
 
 /// The proofs a [`Spurious`] may name, by their code in the spill.
-const PROOFS: [&str; 5] = [
+const PROOFS: [&str; 6] = [
     PROOF_DSACK,
     PROOF_EARLY_ACK,
     PROOF_ACKED,
     PROOF_ECHO,
     PROOF_LATE_ORIGINAL,
+    PROOF_EARLY_SACK,
 ];
 
 impl Record for Spurious {

@@ -95,6 +95,9 @@ pub struct Facts {
     pub spurious_retx: u32,
     /// Window cuts within 2 RTTs after such a spurious retransmission.
     pub spurious_cuts: usize,
+    /// Of those, cuts the kernel undid (the next ssthresh change restored it: a D-SACK or
+    /// timestamp undo).
+    pub spurious_cuts_undone: usize,
     /// D-SACKs received by the data senders, or sent by the receivers (data that arrived
     /// twice: a retransmission was not needed, whether or not its D-SACK got back).
     pub dsacks: u64,
@@ -270,16 +273,25 @@ pub fn label(f: &Facts) -> Labels {
         l.allow("delack-slowstart-stall");
     }
     // spurious retransmission / reordering
+    // A cut the kernel undid costs nothing after its recovery: with fewer than
+    // REQUIRED_SPURIOUS_CUTS cuts kept, the cost is at most the time in recovery, which must
+    // reach REQUIRED_SHARE as any other cost.
+    let kept_cuts = f.spurious_cuts.saturating_sub(f.spurious_cuts_undone);
     if f.spurious_retx >= REQUIRED_SPURIOUS
         && f.spurious_cuts >= REQUIRED_SPURIOUS_CUTS
+        && (kept_cuts >= REQUIRED_SPURIOUS_CUTS || rec >= REQUIRED_SHARE)
         && f.net_drops == 0
         && f.host_drops == 0
     {
         l.require(
             &["spurious-retransmission", "reordering"],
             format!(
-                "{} retransmissions of held-back segments, {} window cuts after them, no drop",
-                f.spurious_retx, f.spurious_cuts
+                "{} retransmissions of held-back segments, {} window cuts after them ({} kept), \
+                 {:.0}% of the life in recovery, no drop",
+                f.spurious_retx,
+                f.spurious_cuts,
+                kept_cuts,
+                rec * 100.0
             ),
         );
     }
@@ -571,12 +583,15 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
                 f.retx_segments += r.segments;
             }
         }
-        f.spurious_cuts += conn
-            .episodes
-            .ssthresh_changes
-            .iter()
-            .filter(|s| s.after_spurious && s.to < s.from)
-            .count();
+        let changes = &conn.episodes.ssthresh_changes;
+        for (i, s) in changes.iter().enumerate() {
+            if s.after_spurious && s.to < s.from {
+                f.spurious_cuts += 1;
+                if changes.get(i + 1).is_some_and(|n| n.to >= s.from) {
+                    f.spurious_cuts_undone += 1;
+                }
+            }
+        }
         f.rtos += conn.episodes.rtos.len();
         for r in &conn.episodes.rtos {
             let last = conn
@@ -807,6 +822,27 @@ mod tests {
         f.net_drops = 3;
         f.retx_segments = 3;
         assert_eq!(req_kinds(&label(&f)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn cuts_the_kernel_undid_require_the_recovery_share() {
+        let mut f = clean();
+        f.reorders_injected = 40;
+        f.spurious_retx = REQUIRED_SPURIOUS;
+        f.spurious_cuts = REQUIRED_SPURIOUS_CUTS + 1;
+        let need = |f: &Facts| req_kinds(&label(f)) == vec!["spurious-retransmission"];
+        // every cut undone: required at the recovery share, allowed below it
+        f.spurious_cuts_undone = f.spurious_cuts;
+        f.recovery_s = REQUIRED_SHARE * f.life_s * 0.99;
+        assert!(!need(&f) && label(&f).permits("spurious-retransmission"));
+        f.recovery_s = REQUIRED_SHARE * f.life_s;
+        assert!(need(&f));
+        // short recovery: required when the kept cuts reach the line, not one below it
+        f.recovery_s = 0.0;
+        f.spurious_cuts_undone = f.spurious_cuts - (REQUIRED_SPURIOUS_CUTS - 1);
+        assert!(!need(&f));
+        f.spurious_cuts_undone = f.spurious_cuts - REQUIRED_SPURIOUS_CUTS;
+        assert!(need(&f));
     }
 
     #[test]
@@ -1170,7 +1206,8 @@ mod tests {
     #[test]
     fn facts_from_a_truth() {
         use crate::truth::{
-            DelackPause, Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample, StateInterval,
+            DelackPause, Episodes, InjectedEvent, Retransmission, RtoEpisode, Sample,
+            SsthreshChange, StateInterval,
         };
         let sc = super::super::generate(3);
         let s = |t: i64, inflight: u32, wnd: u32| Sample {
@@ -1180,6 +1217,13 @@ mod tests {
             srtt_us: 10_000,
             snd_wnd: wnd,
             inflight,
+        };
+        let cut = |from: u32, to: u32, after_spurious: bool| SsthreshChange {
+            t_ns: 0,
+            from,
+            to,
+            cwnd: 10,
+            after_spurious,
         };
         let mut t = Truth::default();
         t.health.ok = true;
@@ -1248,6 +1292,16 @@ mod tests {
                     first_ack_ns: None,
                     cwnd_at_ack: None,
                 }],
+                // three cuts after spurious retransmissions: the first undone, the second
+                // only partly restored, the third last (and a cut after a real loss)
+                ssthresh_changes: vec![
+                    cut(u32::MAX >> 1, 80, true),
+                    cut(80, u32::MAX >> 1, false),
+                    cut(u32::MAX >> 1, 60, true),
+                    cut(60, 70, false),
+                    cut(70, 50, false),
+                    cut(50, 40, true),
+                ],
                 ..Default::default()
             },
             ..Default::default()
@@ -1265,6 +1319,7 @@ mod tests {
         assert_eq!(f.life_s, 2.0);
         assert_eq!(f.net_drops, 2);
         assert_eq!((f.retx_segments, f.spurious_retx), (2, 1));
+        assert_eq!((f.spurious_cuts, f.spurious_cuts_undone), (3, 1));
         assert_eq!(f.rtos, 1);
         // the pause held beyond Linux's delayed-ACK cap is not one
         assert_eq!(f.delack_pauses, 1);

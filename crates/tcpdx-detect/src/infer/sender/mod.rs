@@ -38,8 +38,8 @@ pub use recovery::{DUPACK_THRESHOLD, LossEpisode, RecoveryKind};
 pub use round::{MAX_ROUNDS, RATE_MIN_PKTS, RATE_MIN_RTT_SHARE, ROUND_MIN_RTT_SHARE, Round};
 use spurious::TsRetx;
 pub use spurious::{
-    MAX_RECENT_RETX, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, PROOF_ECHO, PROOF_LATE_ORIGINAL,
-    SPURIOUS_EARLY_ACK_SHARE, Spurious,
+    MAX_RECENT_RETX, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, PROOF_EARLY_SACK, PROOF_ECHO,
+    PROOF_LATE_ORIGINAL, SPURIOUS_EARLY_ACK_SHARE, Spurious,
 };
 pub use timeout::{
     RTO_MIN_SILENCE_NS, RTO_MIN_SILENCE_RTTS, RtoStall, SILENT_RESTART_MAX_SEGMENTS, rto_silence,
@@ -99,6 +99,8 @@ pub struct SenderState {
     /// The peer's `downstream_rtt_min` (capture -> this side -> capture), as of this side's
     /// last data segment.
     pub upstream_rtt_min: Option<i64>,
+    /// The handshake placed the capture next to the receiver of this side's data.
+    pub capture_near_receiver: bool,
     /// ACKs from the receiver that advanced `snd_una`.
     pub advancing_acks: u64,
     /// Segments acknowledged by those ACKs (for segments per ACK).
@@ -352,6 +354,7 @@ impl SenderState {
             self.downstream_rtt_min = Some(self.downstream_rtt_min.map_or(rtt, |m| m.min(rtt)));
         }
         self.check_dsack(a, d);
+        self.check_early_sacks(a, d);
         if a.len > 0 && self.nagle_candidate.is_some() {
             // The receiver had something to say after all: it was not waiting for a tail.
             self.nagle_candidate = None;

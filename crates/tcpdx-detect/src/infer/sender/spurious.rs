@@ -4,7 +4,8 @@
 //! which were proven): Wireshark's `spurious_retransmission` flag on the retransmission
 //! itself ([`PROOF_ACKED`]); a D-SACK block covering it (RFC 2883, [`PROOF_DSACK`]); a
 //! cumulative ACK covering it sooner than [`SPURIOUS_EARLY_ACK_SHARE`] of the smallest
-//! capture-to-receiver round trip after it ([`PROOF_EARLY_ACK`]). Retransmissions wait in
+//! capture-to-receiver round trip after it ([`PROOF_EARLY_ACK`]), or a SACK block covering
+//! it as soon ([`PROOF_EARLY_SACK`]). Retransmissions wait in
 //! `pending_retx` for the ACK that covers them; timeout retransmissions do not wait there
 //! (the first ACK after a timeout may answer the original).
 
@@ -50,6 +51,8 @@ pub const PROOF_LATE_ORIGINAL: &str = "original that came after the retransmissi
 pub const PROOF_DSACK: &str = "D-SACK: the data had arrived";
 /// The ACK came sooner than a round trip after the retransmission.
 pub const PROOF_EARLY_ACK: &str = "ACK too early to answer the retransmission";
+/// A SACK block covering the retransmission came sooner than a round trip after it.
+pub const PROOF_EARLY_SACK: &str = "SACK too early to answer the retransmission";
 /// Wireshark's `spurious_retransmission`: the data was already acknowledged.
 pub const PROOF_ACKED: &str = "retransmission of acknowledged data";
 /// The first ACK covering the retransmission echoes an older TSval (RFC 3522, Eifel): the
@@ -116,6 +119,16 @@ impl SenderState {
         );
     }
 
+    /// How soon after a retransmission an answer to it is too early to be one (None: no
+    /// answer is). Next to the receiver the capture-to-receiver round trip is the receiver's
+    /// own turnaround, which varies by more than itself: no answer is too early there.
+    fn early_limit(&self) -> Option<i64> {
+        let down = self
+            .downstream_rtt_min
+            .filter(|_| !self.capture_near_receiver)?;
+        Some((down as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64)
+    }
+
     /// Retransmissions this cumulative ACK covers: spurious if it came too early to be
     /// answering them (only when the ACK is not also the first after a timeout).
     pub(super) fn check_early_acks(&mut self, a: &SegmentAnalysis) {
@@ -123,11 +136,10 @@ impl SenderState {
         if self.pending_retx.is_empty() {
             return;
         }
-        let Some(down) = self.downstream_rtt_min else {
+        let Some(limit) = self.early_limit() else {
             self.pending_retx.retain(|x| x.end > a.ack);
             return;
         };
-        let limit = (down as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64;
         let ts = a.ts.0;
         let mut covered = Vec::new();
         self.pending_retx.retain(|x| {
@@ -150,6 +162,48 @@ impl SenderState {
                 continue;
             }
             self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_EARLY_ACK);
+        }
+    }
+
+    /// Retransmissions a SACK block of `a` covers sooner than they could have reached the
+    /// receiver and been answered: the receiver had an earlier copy (a sender that takes the
+    /// originals held in a queue for lost resends them while they arrive).
+    #[inline]
+    pub(super) fn check_early_sacks(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        if !self.pending_retx.is_empty() && d.sack_count > 0 {
+            self.prove_by_early_sack(a, d);
+        }
+    }
+
+    #[inline(never)]
+    fn prove_by_early_sack(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        let Some(limit) = self.early_limit() else {
+            return;
+        };
+        let ts = a.ts.0;
+        let blocks = d.sack_blocks();
+        // Pending in sending order: only the latest, sent less than `limit` ago, can be early.
+        let mut early = Vec::new();
+        for x in self.pending_retx.iter().rev() {
+            if ts - x.ts >= limit {
+                break;
+            }
+            if blocks.iter().any(|&(l, r)| l <= x.seq && x.end <= r) {
+                early.push(*x);
+            }
+        }
+        if early.is_empty() {
+            return;
+        }
+        self.pending_retx
+            .retain(|x| !early.iter().any(|e| e.frame == x.frame));
+        for x in early.into_iter().rev() {
+            if !(self.recent_retx)
+                .prove(Match::Frame(x.frame), false)
+                .is_empty()
+            {
+                self.record_spurious(x.frame, x.ts, a.frame.0, PROOF_EARLY_SACK);
+            }
         }
     }
 
@@ -304,6 +358,71 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Next to the receiver an answer 1 ms after a retransmission, on a capture-to-receiver
+    /// round trip of 10 ms, is no proof; elsewhere it is one.
+    #[test]
+    fn no_answer_is_too_early_next_to_the_receiver() {
+        for near in [true, false] {
+            let mut f = Feed::new(10 * MS);
+            f.s.capture_near_receiver = near;
+            f.data(T0, 1, MSS, 0);
+            let mut a = ack_row(T0 + 10 * MS, 1001);
+            a.ack_rtt_ns = Some(10 * MS);
+            f.receive(a, &[]);
+            let end = f.burst(T0 + 20 * MS, 1001, 4);
+            f.data(T0 + 21 * MS, 2001, MSS, F::RETRANSMISSION);
+            f.dupack(T0 + 22 * MS, 1001, 1, &[(2001, end)]);
+            f.data(T0 + 23 * MS, 1001, MSS, F::RETRANSMISSION);
+            f.ack(T0 + 24 * MS, end);
+            assert_eq!(f.s.spurious_count, if near { 0 } else { 2 }, "near {near}");
+        }
+    }
+
+    /// A flight of 4 from 1001 (1001 lost), 2001 resent at `t`, then a duplicate ACK of 1001
+    /// whose SACK block covers 2001 `after` ns later.
+    fn sacked_after(after: i64) -> (Feed, u64, u64) {
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = ack_row(T0 + 10 * MS, 1001);
+        a.ack_rtt_ns = Some(10 * MS);
+        f.receive(a, &[]);
+        f.burst(T0 + 20 * MS, 1001, 4);
+        let t = T0 + 21 * MS;
+        let retx = f.data(t, 2001, MSS, F::RETRANSMISSION);
+        let sack = f.dupack(t + after, 1001, 1, &[(2001, 5001)]);
+        (f, retx, sack)
+    }
+
+    #[test]
+    fn a_sack_block_sooner_than_most_of_a_round_trip_after_a_retransmission_proves_it_spurious() {
+        let limit = ((10 * MS) as f64 * SPURIOUS_EARLY_ACK_SHARE) as i64;
+        for (after, spurious) in [(limit - 1, 1), (limit, 0), (limit + 1, 0)] {
+            let (mut f, retx, sack) = sacked_after(after);
+            f.s.finish(T0 + 40 * MS);
+            let ep = f.s.episodes.get(0).unwrap();
+            assert_eq!((ep.retx, ep.real_losses()), (1, 1 - spurious));
+            assert_eq!(f.s.spurious_count, spurious, "SACK {after} ns after");
+            assert_eq!(f.s.dsacks, 0);
+            if spurious == 1 {
+                let s = f.s.spurious.get(0).unwrap();
+                assert_eq!(
+                    (s.retx_frame, s.proof_frame, s.proof),
+                    (retx, sack, PROOF_EARLY_SACK)
+                );
+            }
+        }
+        // A block that covers only part of the retransmission proves nothing.
+        let mut f = Feed::new(10 * MS);
+        f.data(T0, 1, MSS, 0);
+        let mut a = ack_row(T0 + 10 * MS, 1001);
+        a.ack_rtt_ns = Some(10 * MS);
+        f.receive(a, &[]);
+        f.burst(T0 + 20 * MS, 1001, 4);
+        f.data(T0 + 21 * MS, 2001, MSS, F::RETRANSMISSION);
+        f.dupack(T0 + 22 * MS, 1001, 1, &[(2501, 5001)]);
+        assert_eq!(f.s.spurious_count, 0);
     }
 
     #[test]
