@@ -4,10 +4,12 @@
 # only, snaplen 96, as bench/run.sh's "many"), cut into FILES consecutive files (default 10,
 # a ring buffer). Prints a Markdown table: wall and CPU seconds of
 #   - tcpdx diagnose on the whole capture, 1 thread and 2 threads (the reference);
-#   - stage 1 (tcpdx shard, each file in turn), stage 2 + merge (tcpdx diagnose-shards);
+#   - stage 1 (tcpdx shard, each file in turn), stage 2 + merge (tcpdx diagnose-shards),
+#     and stage 2 one process per partition (tcpdx diagnose-partition) then the merge
+#     (tcpdx merge-partials);
 #   - tcpdx-ray diagnose --address local (Ray in-process, 2 CPUs), end to end;
-# CPU-seconds per million packets per stage, and the bytes shuffled per packet (shards) and
-# of the timelines. Checks every output equal to the single run's. Not a test.
+# CPU-seconds per million packets per stage, and the bytes shuffled per packet (shards),
+# of the timelines and of the partials. Checks every output equal to the single run's. Not a test.
 #
 #   bench/ray.sh                          # 20M packets, 10 files, 2 partitions
 #   BENCH_PACKETS=2000000 bench/ray.sh    # smaller
@@ -57,11 +59,25 @@ row "stage 1: tcpdx shard, $files files one after the other" "$s1_wall" "$s1_cpu
 timed "$dir/staged.json" "$bin/tcpdx" diagnose-shards --json "$shards"
 row "stage 2 + merge: tcpdx diagnose-shards, $parts partitions" "$wall" "$cpu"
 cmp -s "$dir/one.json" "$dir/staged.json" || { echo "the staged run differs" >&2; exit 1; }
+# Stage 2 one process per partition (what each Ray task runs), then the merge.
+s2_wall=0 s2_cpu=0 partials=()
+for ((p = 0; p < parts; p++)); do
+  timed /dev/null "$bin/tcpdx" diagnose-partition "$shards" "$p" -o "$dir/p$p.partial"
+  s2_wall=$(echo "$s2_wall + $wall" | bc -l)
+  s2_cpu=$(echo "$s2_cpu + $cpu" | bc -l)
+  partials+=("$dir/p$p.partial")
+done
+row "stage 2: tcpdx diagnose-partition, $parts processes one after the other" "$s2_wall" "$s2_cpu"
+timed "$dir/merged.json" "$bin/tcpdx" merge-partials "$shards" "${partials[@]}" --json
+row "merge: tcpdx merge-partials" "$wall" "$cpu"
+cmp -s "$dir/one.json" "$dir/merged.json" || { echo "the merged partials differ" >&2; exit 1; }
+partial_bytes=$(cat "${partials[@]}" | wc -c)
 shard_bytes=$(cat "$shards"/*.p*.shard | wc -c)
 timeline_bytes=$(cat "$shards"/*.timeline | wc -c)
 capture_bytes=$(stat -c %s "$dir/whole.pcap")
 
-# Ray, in-process local cluster of 2 CPUs: stage 1 as 10 tasks, stage 2 as one; the stages
+# Ray, in-process local cluster of 2 CPUs: stage 1 as 10 tasks, stage 2 as one task per
+# partition, the merge as one; the stages
 # run by the release binary (a package installed by `maturin develop` is a debug build).
 export TCPDX_BIN=$bin/tcpdx TCPDX_RAY_STAGES=${TCPDX_RAY_STAGES:-binary}
 timed "$dir/ray.json" env PYTHONPATH=python "$py" -m tcpdx.distributed diagnose \
@@ -79,5 +95,6 @@ echo "\* CPU of the driver process only (the Ray workers' subprocesses are not i
 echo
 echo "shuffled: $(echo "scale=1; $shard_bytes / $n" | bc -l) bytes per packet in the shards" \
   "($((shard_bytes / 1000000)) MB; the capture: $(echo "scale=1; $capture_bytes / $n" | bc -l) bytes per packet)," \
-  "timelines $(echo "scale=1; $timeline_bytes / $n" | bc -l) bytes per packet (read once, by stage 2)"
+  "timelines $(echo "scale=1; $timeline_bytes / $n" | bc -l) bytes per packet (read once, by stage 2)," \
+  "partials $(echo "scale=2; $partial_bytes / $n" | bc -l) bytes per packet ($partial_bytes bytes, to the merge)"
 echo "every output equal to tcpdx diagnose --json --threads 1 on the whole capture"

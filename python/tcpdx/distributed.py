@@ -9,9 +9,13 @@ The run has the stages of ``tcpdx::distributed`` (crates/tcpdx/src/distributed):
   decodes it and writes
   each TCP frame's analysis input (headers, and storage payloads where a storage parser
   reads them) into one shard per partition, by the direction-free connection hash;
-- stage 2 and the merge, one Ray task: ``diagnose_shards`` replays each partition on
-  its own worker thread, numbers streams globally and ranks the findings, and prints what
-  ``tcpdx diagnose`` prints on the files read as one capture;
+- stage 2, one Ray task per partition: ``diagnose_partition`` analyses and diagnoses
+  the partition's connections (fed as among the others) and returns its partial as bytes,
+  through Ray's object store (so no file system is needed between stage 2 and the merge:
+  a partial is a few hundred bytes per connection diagnosed);
+- the merge, one Ray task given every partial: ``merge_partials`` numbers streams
+  globally, ranks the findings, and prints what ``tcpdx diagnose`` prints on the files
+  read as one capture;
 - or, for ``export``, one Ray task replays the shards in capture order into one analyzer
   and writes the tables ``tcpdx export`` writes.
 
@@ -21,7 +25,7 @@ ring buffer) are read as one capture, in time order; files overlapping in time a
 refused (merge them with ``mergecap`` first). The tasks run the stages in this package's
 native module, or (without it, or with ``TCPDX_RAY_STAGES=binary``) the ``tcpdx`` binary
 found as ``$TCPDX_BIN`` or on ``PATH`` on each node, whose hidden subcommands ``tcpdx
-shard`` and ``tcpdx diagnose-shards`` are the same stages.
+shard``, ``tcpdx diagnose-partition`` and ``tcpdx merge-partials`` are the same stages.
 
 ``--address``: ``local`` starts Ray in this process with 2 CPUs; ``auto`` joins the
 cluster started on this machine by ``ray start --head``; ``ray://host:10001`` a remote
@@ -64,7 +68,7 @@ def native_stages() -> bool:
         from tcpdx import _native
     except ImportError:
         return False
-    return hasattr(_native, "shard") and hasattr(_native, "diagnose_shards")
+    return all(hasattr(_native, f) for f in ("shard", "diagnose_partition", "merge_partials"))
 
 
 def tcpdx_binary() -> str:
@@ -173,20 +177,69 @@ def run_stage1(
     )
 
 
+@ray.remote(num_returns=2)
+def diagnose_partition_task(
+    binary: str | None, out: str, partition: int, options: dict
+) -> tuple[dict, bytes]:
+    """Stage 2 of one partition: where it ran (``partition``, ``pid``, ``worker``: the Ray
+    worker id, ``bytes``: of the partial) and its partial, as two results (the merge task
+    takes the partials, the driver only the first)."""
+    if binary is None:
+        from tcpdx import _native
+
+        data = _native_call(_native.diagnose_partition, out, partition, **options)
+    else:
+        with tempfile.TemporaryDirectory(prefix="tcpdx-partial-") as tmp:
+            path = Path(tmp) / f"p{partition:03}.partial"
+            _run(
+                [binary, "diagnose-partition", out, str(partition), "-o", str(path)]
+                + cli_flags(options)
+            )
+            data = path.read_bytes()
+    ran = {
+        "partition": partition,
+        "pid": os.getpid(),
+        "worker": ray.get_runtime_context().get_worker_id(),
+        "bytes": len(data),
+    }
+    return ran, data
+
+
 @ray.remote
-def diagnose_shards_task(
-    binary: str | None, out: str, json: bool, all_findings: bool, options: dict
+def merge_partials_task(
+    binary: str | None, out: str, json: bool, all_findings: bool, options: dict, *partials: bytes
 ) -> tuple[str, str]:
-    """Stage 2 and the merge: what ``tcpdx diagnose`` prints, and its stderr lines."""
+    """The merge of every partition's partial, in partition order (Ray hands the stage 2
+    tasks' results over as arguments): what ``tcpdx diagnose`` prints, and its stderr
+    lines."""
     if binary is None:
         from tcpdx import _native
 
         text, lines = _native_call(
-            _native.diagnose_shards, out, json=json, all=all_findings, **options
+            _native.merge_partials, out, partials, json=json, all=all_findings, **options
         )
         return text, "".join(f"tcpdx: {line}\n" for line in lines)
     render = (["--json"] if json else []) + (["--all"] if all_findings else [])
-    return _run_both([binary, "diagnose-shards", out, *cli_flags(options), *render])
+    with tempfile.TemporaryDirectory(prefix="tcpdx-partials-") as tmp:
+        files = []
+        for i, data in enumerate(partials):
+            path = Path(tmp) / f"p{i:03}.partial"
+            path.write_bytes(data)
+            files.append(str(path))
+        return _run_both([binary, "merge-partials", out, *files, *cli_flags(options), *render])
+
+
+def stage2(
+    binary: str | None, out: str, n: int, json: bool, all_findings: bool, options: dict
+) -> tuple[str, str, list[dict]]:
+    """Stage 2, one task per partition, then the merge task: what ``tcpdx diagnose``
+    prints, its stderr lines, and each stage 2 task's ``partition``, ``pid``, ``worker``
+    and ``bytes`` (of its partial)."""
+    tasks = [diagnose_partition_task.remote(binary, out, p, options) for p in range(n)]
+    partials = [partial for _, partial in tasks]
+    merged = merge_partials_task.remote(binary, out, json, all_findings, options, *partials)
+    text, warnings = ray.get(merged)
+    return text, warnings, ray.get([ran for ran, _ in tasks])
 
 
 @ray.remote
@@ -270,7 +323,8 @@ def diagnose(
     capture, computed on the connected Ray cluster. ``options``: analysis options of both
     stages, as the package's functions take them (``port``, ``decode_as``,
     ``max_flows``). ``split_bytes``: see :func:`stage1_tasks`. ``stats``, if given, gets
-    the stage-1 metas (one per task) and the shard bytes. The stages' warnings go to stderr
+    the stage-1 metas (one per task) and the shard bytes, and where each stage 2 task ran
+    and its partial's bytes. The stages' warnings go to stderr
     as tcpdx prints them."""
     if not files:
         raise TcpdxError("no capture files given")
@@ -285,11 +339,11 @@ def diagnose(
         Path(out).mkdir(parents=True, exist_ok=True)
         paths = [str(Path(f).resolve()) for f in files]
         metas = run_stage1(binary, paths, out, n, options, split_bytes)
-        text, warnings = ray.get(
-            diagnose_shards_task.remote(binary, out, json, all_findings, options)
-        )
+        text, warnings, ran = stage2(binary, out, n, json, all_findings, options)
         sys.stderr.write(warnings)
         if stats is not None:
+            stats["stage2"] = ran
+            stats["partial_bytes"] = sum(r["bytes"] for r in ran)
             stats["metas"] = metas
             stats["shard_bytes"] = sum(m["shard_bytes"] for m in metas)
             stats["frames"] = sum(m["frames"] for m in metas)

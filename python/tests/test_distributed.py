@@ -105,6 +105,29 @@ def test_ring_buffer_equals_the_whole_capture(capsys, tmp_path):
     assert stats["frames"] == sum(counts) > 200 * (len(files) - 1)
 
 
+def check_stage2_tasks(stats: dict, n: int) -> None:
+    """Stage 2 ran as ``n`` Ray tasks, one per partition, none in the driver, each
+    returning its partial."""
+    ran = stats["stage2"]
+    assert sorted(r["partition"] for r in ran) == list(range(n))
+    assert all(r["pid"] != os.getpid() and r["worker"] for r in ran), ran
+    assert all(r["bytes"] > 0 for r in ran), ran
+    assert stats["partial_bytes"] == sum(r["bytes"] for r in ran)
+
+
+def test_stage_two_is_one_task_per_partition(capsys, tmp_path):
+    whole = LAB / "case003_nfs_write_stall" / "server.pcap.gz"
+    files = ring(whole, tmp_path, 150)
+    want = tcpdx("diagnose", "--json", str(whole))
+    assert want.returncode == 0, want.stderr
+    for n in (1, 3):
+        stats: dict = {}
+        out = distributed.diagnose(files, json=True, partitions=n, stats=stats)
+        assert out == want.stdout, n
+        assert stats["native"]
+        check_stage2_tasks(stats, n)
+
+
 def test_overlapping_files_are_refused(capsys, tmp_path):
     whole = str(LAB / "case000_rto_delack" / "server.pcap.gz")
     piece = ring(LAB / "case000_rto_delack" / "server.pcap.gz", tmp_path, 100)[1]
@@ -149,6 +172,7 @@ def test_the_binary_runs_the_same_stages(capsys, tmp_path, monkeypatch):
     )
     assert out == want.stdout
     assert not stats["native"]
+    check_stage2_tasks(stats, 3)
     # The flags reach the binary: --port leaves the other connections out.
     assert out != tcpdx("diagnose", "--json", str(whole)).stdout
 

@@ -72,6 +72,12 @@ pub enum Command {
     /// Export of a distributed run's shards: writes what `export` writes.
     #[command(hide = true)]
     ExportShards(crate::cmd::distributed::ExportShardsArgs),
+    /// Stage 2 of one partition of a distributed diagnosis: writes its partial.
+    #[command(hide = true)]
+    DiagnosePartition(crate::cmd::distributed::DiagnosePartitionArgs),
+    /// Merge of a distributed diagnosis' partials: prints what `diagnose` prints.
+    #[command(hide = true)]
+    MergePartials(crate::cmd::distributed::MergePartialsArgs),
 }
 
 /// The analysis flags, the same on every command.
@@ -348,6 +354,8 @@ const SUBCOMMANDS: &[&str] = &[
     "shard",
     "diagnose-shards",
     "export-shards",
+    "diagnose-partition",
+    "merge-partials",
 ];
 
 /// Parses the process arguments (exits with code 2 on usage errors). `tcpdx FILE...` (first
@@ -453,6 +461,8 @@ mod tests {
                 Command::Shard(a) => &a.analysis,
                 Command::DiagnoseShards(a) => &a.analysis,
                 Command::ExportShards(a) => &a.analysis,
+                Command::DiagnosePartition(a) => &a.analysis,
+                Command::MergePartials(a) => &a.analysis,
             };
             let o = a.options("reading");
             assert_eq!(o.max_flows, Some(7), "{cmd}");

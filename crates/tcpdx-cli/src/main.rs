@@ -33,6 +33,8 @@ fn main() -> ExitCode {
         Command::Shard(a) => cmd::distributed::shard(&a),
         Command::DiagnoseShards(a) => cmd::distributed::diagnose_shards(&a),
         Command::ExportShards(a) => cmd::distributed::export_shards(&a),
+        Command::DiagnosePartition(a) => cmd::distributed::diagnose_partition(&a),
+        Command::MergePartials(a) => cmd::distributed::merge_partials(&a),
     };
     match result {
         Ok(code) => code,

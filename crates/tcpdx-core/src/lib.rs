@@ -20,6 +20,7 @@
 )]
 
 pub mod analyzer;
+pub mod codec;
 pub mod config;
 pub mod event;
 pub mod flow;

@@ -322,6 +322,32 @@ pub fn paint(from: i64, to: i64, intervals: &[(i64, i64, State)]) -> StateTimes 
     out
 }
 
+impl tcpdx_core::codec::Codec for StateTimes {
+    fn enc(&self, w: &mut Vec<u8>) {
+        tcpdx_core::codec::Codec::enc(&self.0, w);
+    }
+    fn dec(r: &mut tcpdx_core::codec::Dec<'_>) -> Result<Self, tcpdx_core::codec::DecodeError> {
+        tcpdx_core::codec::Codec::dec(r).map(Self)
+    }
+}
+
+impl tcpdx_core::codec::Codec for LimitTimes {
+    fn enc(&self, w: &mut Vec<u8>) {
+        tcpdx_core::codec::Codec::enc(&self.0, w);
+    }
+    fn dec(r: &mut tcpdx_core::codec::Dec<'_>) -> Result<Self, tcpdx_core::codec::DecodeError> {
+        tcpdx_core::codec::Codec::dec(r).map(Self)
+    }
+}
+
+tcpdx_core::codec_struct!(ConnBudget {
+    stream,
+    seconds,
+    states,
+    sending_limits,
+    start_s
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -588,5 +588,34 @@ impl CaptureFacts {
     }
 }
 
+tcpdx_core::codec_struct!(Clock {
+    last,
+    frames,
+    ties,
+    gcd_us,
+    unit
+});
+tcpdx_core::codec_struct!(CaptureDrops {
+    ip_id_missing,
+    acked_unseen
+});
+tcpdx_core::codec_struct!(Offload { segments_over_mss });
+tcpdx_core::codec_struct!(SnapLen {
+    truncated_segments,
+    captured_payload_max
+});
+tcpdx_core::codec_struct!(CaptureFacts {
+    clock,
+    resolution_s,
+    coarse_clock,
+    timestamp_ties,
+    duplicate_frames,
+    reforwarded_frames,
+    late_originals,
+    capture_drops,
+    offload,
+    snaplen,
+});
+
 #[cfg(test)]
 mod tests;

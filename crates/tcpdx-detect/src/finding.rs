@@ -374,6 +374,62 @@ impl Finding {
     }
 }
 
+tcpdx_core::codec_unit_enum!(Severity {
+    Info,
+    Minor,
+    Major,
+    Critical
+});
+
+impl tcpdx_core::codec::Codec for FindingKind {
+    fn enc(&self, w: &mut Vec<u8>) {
+        let i = Self::ALL.iter().position(|k| k == self).unwrap_or(0);
+        w.push(i as u8);
+    }
+    fn dec(r: &mut tcpdx_core::codec::Dec<'_>) -> Result<Self, tcpdx_core::codec::DecodeError> {
+        let t = r.tag(Self::ALL.len() as u8, "FindingKind")?;
+        Self::ALL
+            .get(usize::from(t))
+            .copied()
+            .ok_or_else(|| r.error("FindingKind"))
+    }
+}
+
+tcpdx_core::codec_struct!(Cost {
+    seconds,
+    share,
+    goodput_without_bps
+});
+tcpdx_core::codec_struct!(Evidence {
+    frame,
+    role,
+    episode,
+    source
+});
+tcpdx_core::codec_struct!(Source { file, frame });
+tcpdx_core::codec_struct!(Episode {
+    start_s,
+    duration_s
+});
+tcpdx_core::codec_struct!(Finding {
+    kind,
+    severity,
+    stream,
+    episodes,
+    cost,
+    confidence,
+    evidence,
+    wireshark_filter,
+    explanation,
+    recommendations,
+    episode_list,
+    file,
+    episodes_seen,
+    untagged_from,
+    spans,
+    claims_first,
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -450,6 +450,24 @@ fn inference(cx: &ConnContext<'_>) -> ConnInference {
     }
 }
 
+tcpdx_core::codec_struct!(ConnInference {
+    stream,
+    client,
+    server,
+    main_direction,
+    capture_point,
+    rtt_s,
+    path_bps,
+    goodput_bps,
+    rounds,
+    slow_start_rounds,
+    congestion_avoidance_rounds,
+    max_packets_per_round,
+    loss_episodes,
+    segments_per_ack,
+    lone_segment_ack_delay_s,
+});
+
 #[cfg(test)]
 mod tests {
     use tcpdx_core::{Analyzer, AnalyzerConfig};

@@ -362,6 +362,88 @@ impl Listing {
     }
 }
 
+mod codec {
+    use tcpdx_core::codec::{Codec, Dec, DecodeError};
+
+    use super::{Diagnosed, ExactSeconds, Folded, Listing};
+
+    impl Codec for ExactSeconds {
+        fn enc(&self, w: &mut Vec<u8>) {
+            self.0.enc(w);
+        }
+        fn dec(r: &mut Dec<'_>) -> Result<Self, DecodeError> {
+            i128::dec(r).map(Self)
+        }
+    }
+
+    tcpdx_core::codec_struct!(Folded {
+        connections,
+        seconds,
+        states,
+        findings
+    });
+
+    impl Codec for Diagnosed {
+        fn enc(&self, w: &mut Vec<u8>) {
+            self.stream.enc(w);
+            self.seq.enc(w);
+            self.weight.enc(w);
+            self.size.enc(w);
+            // Inline or on the heap, with the capacity it had: the listing's memory budget
+            // counts it.
+            let cap = if self.findings.spilled() {
+                self.findings.capacity()
+            } else {
+                0
+            };
+            cap.enc(w);
+            self.findings.len().enc(w);
+            for f in &self.findings {
+                f.enc(w);
+            }
+            self.inference.enc(w);
+            self.budget.enc(w);
+        }
+        fn dec(r: &mut Dec<'_>) -> Result<Self, DecodeError> {
+            let stream = Codec::dec(r)?;
+            let seq = Codec::dec(r)?;
+            let weight = Codec::dec(r)?;
+            let size = Codec::dec(r)?;
+            let cap = usize::dec(r)?;
+            let n = r.length()?;
+            let mut findings = smallvec::SmallVec::new();
+            if cap > 0 {
+                if cap < n.max(2) || cap > 2 * n + 2 {
+                    return Err(r.error(format!("{n} findings held in {cap}")));
+                }
+                findings.grow(cap);
+            }
+            for _ in 0..n {
+                findings.push(Codec::dec(r)?);
+            }
+            Ok(Self {
+                stream,
+                seq,
+                weight,
+                size,
+                findings,
+                inference: Codec::dec(r)?,
+                budget: Codec::dec(r)?,
+            })
+        }
+    }
+
+    tcpdx_core::codec_struct!(Listing {
+        done,
+        folded,
+        max_listed,
+        max_bytes,
+        bytes,
+        kept,
+        capture
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

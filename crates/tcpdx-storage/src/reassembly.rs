@@ -344,6 +344,8 @@ impl Reassembler {
     }
 }
 
+tcpdx_core::codec_struct!(At { frame, ts });
+
 #[cfg(test)]
 mod tests {
     use super::*;

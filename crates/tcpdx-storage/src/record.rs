@@ -100,6 +100,50 @@ impl StorageSink for Recorder {
     }
 }
 
+impl tcpdx_core::codec::Codec for Recorded {
+    fn enc(&self, w: &mut Vec<u8>) {
+        match self {
+            Recorded::Start(ts) => {
+                w.push(0);
+                ts.enc(w);
+            }
+            Recorded::TcpLog(s, log) => {
+                w.push(1);
+                s.enc(w);
+                log.enc(w);
+            }
+            Recorded::TcpLast(f, ts) => {
+                w.push(2);
+                f.enc(w);
+                ts.enc(w);
+            }
+            Recorded::Request(q) => {
+                w.push(3);
+                q.enc(w);
+            }
+            Recorded::Transaction(t) => {
+                w.push(4);
+                t.enc(w);
+            }
+            Recorded::Notice(n) => {
+                w.push(5);
+                n.enc(w);
+            }
+        }
+    }
+    fn dec(r: &mut tcpdx_core::codec::Dec<'_>) -> Result<Self, tcpdx_core::codec::DecodeError> {
+        use tcpdx_core::codec::Codec;
+        Ok(match r.tag(6, "Recorded")? {
+            0 => Recorded::Start(Codec::dec(r)?),
+            1 => Recorded::TcpLog(Codec::dec(r)?, Codec::dec(r)?),
+            2 => Recorded::TcpLast(Codec::dec(r)?, Codec::dec(r)?),
+            3 => Recorded::Request(Codec::dec(r)?),
+            4 => Recorded::Transaction(Codec::dec(r)?),
+            _ => Recorded::Notice(Codec::dec(r)?),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use tcpdx_core::Dir;

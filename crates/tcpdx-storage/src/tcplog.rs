@@ -245,6 +245,16 @@ impl TcpLogs {
     }
 }
 
+tcpdx_core::codec_struct!(TcpLog {
+    last,
+    silences,
+    flagged,
+    requested,
+    unordered,
+    fins
+});
+tcpdx_core::codec_struct!(TcpLogs { logs, last });
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -255,3 +255,122 @@ impl StorageSink for Collect {
         self.requests.push(*r);
     }
 }
+
+mod codec {
+    use tcpdx_core::codec::{Codec, Dec, DecodeError};
+    use tcpdx_core::codec_struct;
+
+    use super::{Credits, Io, IoKind, Notice, OpList, Proto, Request, Span, Transaction};
+
+    tcpdx_core::codec_unit_enum!(Proto { Nfs, Smb2, Iscsi });
+    tcpdx_core::codec_unit_enum!(IoKind {
+        Read,
+        Write,
+        Commit
+    });
+    codec_struct!(Io {
+        kind,
+        offset,
+        len,
+        blocks,
+        stable,
+        done_stable,
+        done_len
+    });
+    codec_struct!(Credits {
+        charge,
+        requested,
+        granted,
+        interim_granted
+    });
+    codec_struct!(Span {
+        first,
+        last,
+        bytes,
+        repaired,
+        damaged
+    });
+    codec_struct!(OpList {
+        codes,
+        n,
+        truncated
+    });
+    codec_struct!(Transaction {
+        stream,
+        proto,
+        version,
+        op,
+        op_code,
+        sub_op,
+        ops,
+        id,
+        request_dir,
+        request,
+        reply,
+        interim,
+        status,
+        io,
+        credits,
+    });
+    codec_struct!(Request {
+        stream,
+        proto,
+        op,
+        at,
+        io,
+        credits
+    });
+
+    impl Codec for Notice {
+        fn enc(&self, w: &mut Vec<u8>) {
+            match self {
+                Notice::Smb3Encrypted {
+                    stream,
+                    at,
+                    session_id,
+                } => {
+                    w.push(0);
+                    stream.enc(w);
+                    at.enc(w);
+                    session_id.enc(w);
+                }
+                Notice::Smb3Compressed { stream, at } => {
+                    w.push(1);
+                    stream.enc(w);
+                    at.enc(w);
+                }
+                Notice::FramingLost { stream, dir, at } => {
+                    w.push(2);
+                    stream.enc(w);
+                    dir.enc(w);
+                    at.enc(w);
+                }
+                Notice::TooManyOutstanding { stream } => {
+                    w.push(3);
+                    stream.enc(w);
+                }
+            }
+        }
+        fn dec(r: &mut Dec<'_>) -> Result<Self, DecodeError> {
+            Ok(match r.tag(4, "Notice")? {
+                0 => Notice::Smb3Encrypted {
+                    stream: Codec::dec(r)?,
+                    at: Codec::dec(r)?,
+                    session_id: Codec::dec(r)?,
+                },
+                1 => Notice::Smb3Compressed {
+                    stream: Codec::dec(r)?,
+                    at: Codec::dec(r)?,
+                },
+                2 => Notice::FramingLost {
+                    stream: Codec::dec(r)?,
+                    dir: Codec::dec(r)?,
+                    at: Codec::dec(r)?,
+                },
+                _ => Notice::TooManyOutstanding {
+                    stream: Codec::dec(r)?,
+                },
+            })
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tcpdx::distributed::{self, ShardMeta};
+use tcpdx::distributed::{self, Partial, ShardMeta};
 use tcpdx::{Capture, Diagnosis, Options};
 use tcpdx_capture::CaptureReader;
 use tcpdx_testkit::{OwnedFrame, write_pcap};
@@ -71,10 +71,15 @@ fn check(whole: &Path, files: &[PathBuf], partitions: u16) {
     let metas = distributed::shard_metas(shards.path()).unwrap();
     assert_eq!(metas.iter().map(|m| m.frames).sum::<u64>(), want_frames);
     // Each partition analysed apart (one call each, as one task each would), last first,
-    // then merged: the same diagnosis and counters.
+    // written to bytes and read back (as from another process), then merged: the same
+    // diagnosis and counters.
     let partials: Vec<_> = (0..partitions)
         .rev()
-        .map(|p| distributed::diagnose_partition(shards.path(), p, &o).unwrap())
+        .map(|p| {
+            let partial = distributed::diagnose_partition(shards.path(), p, &o).unwrap();
+            let bytes = partial.to_bytes().unwrap();
+            Partial::read_from(&bytes, Path::new("p.partial")).unwrap()
+        })
         .collect();
     let (merged, merged_summary) =
         distributed::merge_partials(shards.path(), partials, &o).unwrap();
@@ -463,4 +468,67 @@ fn byte_ranges_of_a_garbled_or_cut_file_read_as_the_whole_reader_does() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("compressed"), "{e}");
+
+#[test]
+fn damaged_partials_are_errors_naming_file_and_offset() {
+    let path = repo("tests/data/lab/case003_nfs_write_stall/server.pcap.gz");
+    let o = Options::default();
+    let shards = tempfile::tempdir().unwrap();
+    distributed::shard(&path, shards.path(), 0, 2, &o).unwrap();
+    let file = shards.path().join("p0.partial");
+    let p0 = distributed::diagnose_partition(shards.path(), 0, &o).unwrap();
+    p0.write_file(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(bytes, p0.to_bytes().unwrap());
+    assert_eq!(Partial::read_file(&file).unwrap().partition, 0);
+    // Cut anywhere, one byte changed anywhere, a byte added: an error naming the file and
+    // an offset, never a panic (every cut of a small prefix, then sampled).
+    let cuts = (0..bytes.len().min(64)).chain((64..bytes.len()).step_by(97));
+    for cut in cuts {
+        let e = Partial::read_from(&bytes[..cut], &file)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{}: offset ", file.display())),
+            "{e}"
+        );
+    }
+    for at in (0..bytes.len()).step_by(13) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x41;
+        let e = Partial::read_from(&bad, &file).err().unwrap().to_string();
+        assert!(e.contains("offset "), "byte {at}: {e}");
+    }
+    let mut long = bytes.clone();
+    long.push(0);
+    let e = Partial::read_from(&long, &file).err().unwrap().to_string();
+    assert!(e.contains("after the end"), "{e}");
+    // Not a partial at all; a missing file.
+    let e = Partial::read_from(b"tcpdx-shard 1\nindex 0\n", &file)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not a tcpdx partial"), "{e}");
+    assert!(Partial::read_file(&shards.path().join("nope.partial")).is_err());
+    // A partial of other shards (same capture, another partition count) is not merged;
+    // nor a set with a partition missing.
+    let other = tempfile::tempdir().unwrap();
+    distributed::shard(&path, other.path(), 0, 3, &o).unwrap();
+    let foreign = distributed::diagnose_partition(other.path(), 1, &o).unwrap();
+    let e = distributed::merge_partials(
+        shards.path(),
+        vec![Partial::read_file(&file).unwrap(), foreign],
+        &o,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("other shards"), "{e}");
+    let e =
+        distributed::merge_partials(shards.path(), vec![Partial::read_file(&file).unwrap()], &o)
+            .err()
+            .unwrap()
+            .to_string();
+    assert!(e.contains("partitions [0] given"), "{e}");
 }

@@ -1,6 +1,8 @@
 //! The stages of a distributed diagnosis, for a driver that runs them as processes
 //! (`tcpdx.distributed`, `tcpdx-ray`): `tcpdx shard` (stage 1, one capture file) and
-//! `tcpdx diagnose-shards` (stage 2 and the merge, printing what `tcpdx diagnose` prints).
+//! `tcpdx diagnose-shards` (stage 2 and the merge, printing what `tcpdx diagnose` prints),
+//! or stage 2 one partition per process, `tcpdx diagnose-partition` (writes its partial),
+//! and the merge of their partials, `tcpdx merge-partials`.
 //! Hidden from `--help`: they are the driver's, not a user's.
 
 use std::io::{self, BufWriter, Write};
@@ -42,6 +44,40 @@ pub struct ShardArgs {
 pub struct DiagnoseShardsArgs {
     /// Directory of the run's shards.
     pub dir: PathBuf,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+    /// Machine-readable JSON, as `tcpdx diagnose --json`.
+    #[arg(long)]
+    pub json: bool,
+    /// Every finding in full, as `tcpdx diagnose --all`.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `tcpdx diagnose-partition` options.
+#[derive(Debug, Args)]
+pub struct DiagnosePartitionArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// The partition (0 to the partition count less one).
+    pub partition: u16,
+    /// File the partition's result (its partial) is written to.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Analysis flags (those of stage 1).
+    #[command(flatten)]
+    pub analysis: Analysis,
+}
+
+/// `tcpdx merge-partials` options.
+#[derive(Debug, Args)]
+pub struct MergePartialsArgs {
+    /// Directory of the run's shards.
+    pub dir: PathBuf,
+    /// The partials of every partition (`diagnose-partition -o`), in any order.
+    #[arg(required = true)]
+    pub partials: Vec<PathBuf>,
     /// Analysis flags (those of stage 1).
     #[command(flatten)]
     pub analysis: Analysis,
@@ -96,10 +132,41 @@ pub fn shard(a: &ShardArgs) -> Result<ExitCode> {
 /// Runs `tcpdx diagnose-shards`.
 pub fn diagnose_shards(a: &DiagnoseShardsArgs) -> Result<ExitCode> {
     let (d, summary) = distributed::diagnose_shards(&a.dir, &a.analysis.options("merging"))?;
-    for m in summary.messages(a.analysis.max_flows) {
+    print_diagnosis(&d, &summary, a.analysis.max_flows, a.json, a.all)
+}
+
+/// Runs `tcpdx diagnose-partition`: writes the partition's partial.
+pub fn diagnose_partition(a: &DiagnosePartitionArgs) -> Result<ExitCode> {
+    let o = a.analysis.options("analysing");
+    distributed::diagnose_partition(&a.dir, a.partition, &o)?.write_file(&a.output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tcpdx merge-partials`: prints what `tcpdx diagnose` prints.
+pub fn merge_partials(a: &MergePartialsArgs) -> Result<ExitCode> {
+    let partials = a
+        .partials
+        .iter()
+        .map(|p| distributed::Partial::read_file(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let o = a.analysis.options("merging");
+    let (d, summary) = distributed::merge_partials(&a.dir, partials, &o)?;
+    print_diagnosis(&d, &summary, a.analysis.max_flows, a.json, a.all)
+}
+
+/// Prints the distributed run's diagnosis as `tcpdx diagnose` does (its messages on
+/// standard error).
+fn print_diagnosis(
+    d: &tcpdx::Diagnosis,
+    summary: &tcpdx::Summary,
+    max_flows: usize,
+    json: bool,
+    all: bool,
+) -> Result<ExitCode> {
+    for m in summary.messages(max_flows) {
         eprintln!("tcpdx: {m}");
     }
-    let text = distributed::render(&d, a.json, a.all)?;
+    let text = distributed::render(d, json, all)?;
     let mut out = BufWriter::new(io::stdout().lock());
     out_err(out.write_all(text.as_bytes()))?;
     out_err(out.flush())?;

@@ -425,3 +425,10 @@ pub fn phases(rounds: &Rounds) -> (usize, usize) {
     }
     (ss, ca)
 }
+
+tcpdx_core::codec_unit_enum!(CapturePoint {
+    NearClient,
+    NearServer,
+    Middle,
+    Unknown
+});

@@ -27,6 +27,7 @@
 mod codec;
 mod export;
 mod feed;
+mod partial;
 mod plan;
 
 use std::collections::HashMap;
@@ -499,9 +500,14 @@ pub fn diagnose_shards(dir: &Path, o: &Options) -> Result<(Diagnosis, Summary), 
 /// Stage 2 of one partition, run apart from the others (one task per partition): its
 /// connections analysed and diagnosed by one worker of the multi-core driver, fed as it
 /// would be among the others. [`merge_partials`] merges the partitions' results.
+/// It travels as bytes ([`Partial::write_to`], [`Partial::read_from`]).
 pub struct Partial {
     /// The partition.
     pub partition: u16,
+    /// Partitions of the run.
+    pub partitions: u16,
+    /// The fingerprint of the run's shards (their metas).
+    run: u64,
     out: parallel::Alone,
 }
 
@@ -510,6 +516,7 @@ pub struct Partial {
 pub fn diagnose_partition(dir: &Path, p: u16, o: &Options) -> Result<Partial, Error> {
     check_no_streams(o)?;
     let metas = shard_metas(dir)?;
+    let run = partial::fingerprint(&metas);
     let cfg = o.analyzer_config();
     let plan = plan::Plan::new(dir, metas, cfg.sweep_every_frames)?;
     if p >= plan.partitions {
@@ -523,7 +530,7 @@ pub fn diagnose_partition(dir: &Path, p: u16, o: &Options) -> Result<Partial, Er
     let failed = Mutex::new(None);
     let mut events = NoEvents;
     let needs = Filtered::new(&mut events, &o.filter);
-    let out = parallel::run_alone(
+    let mut out = parallel::run_alone(
         |worker, recycled| feed::feed_one(&plan, dir, p, worker, recycled, &failed),
         &cfg,
         usize::from(plan.partitions),
@@ -533,7 +540,15 @@ pub fn diagnose_partition(dir: &Path, p: u16, o: &Options) -> Result<Partial, Er
     if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    Ok(Partial { partition: p, out })
+    // Checked here, where its file is: a partial holds no spilled blob (each connection's
+    // are read back when it is diagnosed), so it can go to another machine.
+    spill::check(out.take_spill().as_ref(), o.spill_dir.as_ref())?;
+    Ok(Partial {
+        partition: p,
+        partitions: plan.partitions,
+        run,
+        out,
+    })
 }
 
 /// The merge of every partition's [`diagnose_partition`] (in any order) of the files
@@ -545,7 +560,15 @@ pub fn merge_partials(
 ) -> Result<(Diagnosis, Summary), Error> {
     check_no_streams(o)?;
     let metas = shard_metas(dir)?;
+    let run = partial::fingerprint(&metas);
     let plan = plan::Plan::new(dir, metas, o.analyzer_config().sweep_every_frames)?;
+    if let Some(p) = partials.iter().find(|p| p.run != run) {
+        return Err(Error::Shard(format!(
+            "{}: partition {}'s partial was computed from other shards",
+            dir.display(),
+            p.partition
+        )));
+    }
     partials.sort_by_key(|p| p.partition);
     let have: Vec<u16> = partials.iter().map(|p| p.partition).collect();
     if have != (0..plan.partitions).collect::<Vec<_>>() {

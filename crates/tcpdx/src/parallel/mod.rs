@@ -23,6 +23,7 @@
 //! one.
 
 pub(crate) mod batch;
+mod codec;
 mod merge;
 pub(crate) mod part;
 pub(crate) mod route;
