@@ -152,6 +152,9 @@ pub struct Facts {
     /// Share of the bulk sender's busy time its kernel counted as send-buffer limited
     /// (`tcp_info` at the end of the transfer; 0 where the truth does not have it).
     pub sndbuf_share: f64,
+    /// The recipe capped the bulk sender's send buffer (tcp_wmem max) below the path's
+    /// bandwidth-delay product, its application always writing: data was pending.
+    pub send_buffer_capped: bool,
 }
 
 /// One requirement: met when any of `kinds` is reported (the first names it).
@@ -326,12 +329,23 @@ pub fn label(f: &Facts) -> Labels {
     if f.sender_share >= ALLOWED_SENDER_SHARE || f.sndbuf_share >= REQUIRED_SNDBUF_SHARE {
         l.allow("sender-limited");
     }
-    if f.family == "bulk" && f.capture == "client" && f.sndbuf_share >= REQUIRED_SNDBUF_SHARE {
+    let held_with_data = f.send_buffer_capped && f.sender_share >= ALLOWED_SENDER_SHARE;
+    if f.family == "bulk"
+        && f.capture == "client"
+        && (f.sndbuf_share >= REQUIRED_SNDBUF_SHARE || held_with_data)
+    {
         l.require(
             &["sender-limited"],
             format!(
-                "the sender's kernel counted {:.0}% of its busy time send-buffer limited",
-                f.sndbuf_share * 100.0
+                "the sender's kernel counted {:.0}% of its busy time send-buffer limited and \
+                 its flight below both windows {:.0}% of it{}",
+                f.sndbuf_share * 100.0,
+                f.sender_share * 100.0,
+                if f.send_buffer_capped {
+                    " with its send buffer capped"
+                } else {
+                    ""
+                }
             ),
         );
     }
@@ -630,7 +644,10 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
                 }
             }
         }
-        Workload::Bulk { .. } => f.sndbuf_share = sndbuf_share(&t.workload["send"]),
+        Workload::Bulk { .. } => {
+            f.sndbuf_share = sndbuf_share(&t.workload["send"]);
+            f.send_buffer_capped = sc.sender_wmem_max.is_some();
+        }
     }
     let primary_drops: u64 = t
         .files
@@ -891,6 +908,25 @@ mod tests {
         f.capture = "client".into();
         f.family = "reqresp".into();
         assert!(!req_kinds(&label(&f)).contains(&"sender-limited".to_string()));
+    }
+
+    #[test]
+    fn sender_limited_required_for_a_capped_buffer_at_the_held_share() {
+        let mut f = clean();
+        f.send_buffer_capped = true;
+        f.sender_share = ALLOWED_SENDER_SHARE * 0.99;
+        assert!(label(&f).required.is_empty());
+        f.sender_share = ALLOWED_SENDER_SHARE;
+        assert_eq!(req_kinds(&label(&f)), vec!["sender-limited"]);
+        // the same flight without the cap: data pending is not known, only allowed
+        f.send_buffer_capped = false;
+        let l = label(&f);
+        assert!(l.permits("sender-limited") && l.required.is_empty());
+        // from the receiver's capture: allowed
+        f.send_buffer_capped = true;
+        f.capture = "server".into();
+        let l = label(&f);
+        assert!(l.permits("sender-limited") && l.required.is_empty());
     }
 
     #[test]
