@@ -171,6 +171,48 @@ pub fn tcp_outq(fd: &impl AsRawFd) -> io::Result<i32> {
     }
 }
 
+/// The kernel's cumulative send-side time accounting of a TCP socket (`tcp_info`'s
+/// chronographs, microseconds): busy (data outstanding), of which limited by the peer's
+/// window and by the send buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpChrono {
+    /// `tcpi_busy_time`: time with data in the write or retransmit queue.
+    pub busy_us: u64,
+    /// `tcpi_rwnd_limited`: of it, held by the receiver's window.
+    pub rwnd_limited_us: u64,
+    /// `tcpi_sndbuf_limited`: of it, everything queued was sent and the send buffer was full.
+    pub sndbuf_limited_us: u64,
+}
+
+/// Reads `fd`'s [`TcpChrono`] (TCP_INFO).
+pub fn tcp_chrono(fd: &impl AsRawFd) -> io::Result<TcpChrono> {
+    // SAFETY: tcp_info is plain data; all-zero is a valid value.
+    let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `ti` and updates `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut ti as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // An older kernel fills less; the chronographs end at byte 192.
+    if (len as usize) < 192 {
+        return Ok(TcpChrono::default());
+    }
+    Ok(TcpChrono {
+        busy_us: ti.tcpi_busy_time,
+        rwnd_limited_us: ti.tcpi_rwnd_limited,
+        sndbuf_limited_us: ti.tcpi_sndbuf_limited,
+    })
+}
+
 /// Sets this process's nice value (negative = more CPU share); returns success.
 pub fn set_nice(nice: i32) -> bool {
     // SAFETY: plain setpriority(2) on the calling process.

@@ -97,6 +97,54 @@ impl Tally {
     }
 }
 
+/// What the path could carry, against which held rounds are priced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ceiling {
+    /// The fastest round a window limited (bits/s).
+    WindowRound(f64),
+    /// The median ACK-train rate: the bottleneck's spacing of back-to-back data (bits/s).
+    AckTrains(f64),
+    /// The receiver's window per round trip (bits/s): what the receiver offered.
+    ReceiverWindow(f64),
+    /// Nothing known.
+    Unknown,
+}
+
+impl Ceiling {
+    /// The faster of the fastest window-limited round (`round_bps`) and the ACK trains
+    /// (`train_bps`): slow start's rounds below the held flight are no measure of the path;
+    /// with neither, the receiver's largest window (`rcv_window` bytes) per `rtt` ns.
+    pub fn pick(round_bps: f64, train_bps: f64, rcv_window: u64, rtt: i64) -> Self {
+        if round_bps > 0.0 && round_bps >= train_bps {
+            Self::WindowRound(round_bps)
+        } else if train_bps > 0.0 {
+            Self::AckTrains(train_bps)
+        } else if rcv_window > 0 && rtt > 0 {
+            Self::ReceiverWindow(rcv_window as f64 * 8e9 / rtt as f64)
+        } else {
+            Self::Unknown
+        }
+    }
+    /// Its rate (bits/s; 0 unknown).
+    pub fn bps(&self) -> f64 {
+        match *self {
+            Self::WindowRound(b) | Self::AckTrains(b) | Self::ReceiverWindow(b) => b,
+            Self::Unknown => 0.0,
+        }
+    }
+    /// Where the rate comes from, for the explanation.
+    fn source(&self) -> &'static str {
+        match self {
+            Self::WindowRound(_) => "in rounds the windows limited",
+            Self::AckTrains(_) => {
+                "in the spacing of its ACKs (the bottleneck's pace of back-to-back segments)"
+            }
+            Self::ReceiverWindow(_) => "as the receiver's window per round trip",
+            Self::Unknown => "",
+        }
+    }
+}
+
 /// Finds a main sender that held its own flight below both windows.
 pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let s = cx.sender();
@@ -121,7 +169,12 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     if !t.enough() {
         return Vec::new();
     }
-    let (rounds, ceiling, share) = (&t.held, t.ceiling_bps, t.share());
+    let (rounds, share) = (&t.held, t.share());
+    let max_window = s.max_rcv_window;
+    // The buffer may hold the whole transfer (no window-limited round, or only slow
+    // start's below the held flight): the path's capacity from the ACK spacing.
+    let source = Ceiling::pick(t.ceiling_bps, s.trains.median_bps(), max_window, cx.rtt);
+    let ceiling = source.bps();
     let cost: f64 = rounds.iter().map(|(r, _)| round_cost_s(r, ceiling)).sum();
     let mut f = cx.finding(FindingKind::SenderLimited, cost);
     // Back-to-back held rounds are one episode.
@@ -142,21 +195,15 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     let rcv_window = rounds.iter().map(|(r, _)| r.rcv_window).max().unwrap_or(0);
     let held_bps = rounds.iter().map(|(r, _)| r.acked).sum::<u64>() as f64 * 8e9
         / rounds.iter().map(|(r, _)| r.duration()).sum::<i64>().max(1) as f64;
-    // The send buffer must hold the bandwidth-delay product at the rate the path showed;
-    // with no faster round, at least what the receiver offers.
-    let bdp = if ceiling > held_bps {
-        (ceiling * cx.rtt as f64 / 8e9) as u64
-    } else {
-        rcv_window
-    };
+    let bdp = send_buffer_bytes(ceiling, held_bps, cx.rtt, rcv_window.max(max_window));
     f.wireshark_filter = format!("tcp.stream == {} && tcp.len > 0", cx.stream());
     f.confidence = if cost > 0.0 { 0.7 } else { 0.5 };
     let (sender, receiver) = cx.endpoints();
     let room = if ceiling > held_bps * RATE_ROOM {
         format!(
-            "the path delivered {} in rounds the windows limited, so the sender's own \
-             limit cost {cost:.3} s",
-            rate(ceiling)
+            "the path showed {} {}, so the sender's own limit cost {cost:.3} s",
+            rate(ceiling),
+            source.source()
         )
     } else {
         "no round delivered faster, so how much more the path could carry is not shown \
@@ -177,10 +224,20 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
     );
     f.recommendations = vec![
         format!(
-            "On {sender}: let the send buffer grow to at least the bandwidth-delay product, \
-             about {bdp} bytes (Linux: `sysctl -w net.ipv4.tcp_wmem='4096 16384 {max}'` \
-             and no fixed SO_SNDBUF in the application; the buffer also holds unsent data \
-             and overhead, hence twice the product).",
+            "On {sender}: a send buffer of at least {what} bytes (Linux: `sysctl -w \
+             net.ipv4.tcp_wmem='4096 16384 {max}'`, the buffer also holding unsent data and \
+             overhead, hence twice the product; or `setsockopt(SO_SNDBUF, {bdp})` in the \
+             application, which Linux doubles for that overhead, caps at \
+             net.core.wmem_max and no longer autotunes).",
+            what = if ceiling > held_bps {
+                format!(
+                    "the bandwidth-delay product, BDP = {} x {} = {bdp}",
+                    rate(ceiling),
+                    ms(cx.rtt)
+                )
+            } else {
+                format!("the receiver's window, {bdp}")
+            },
             max = (bdp.saturating_mul(2)).max(4_194_304),
         )
         .into(),
@@ -189,6 +246,17 @@ pub fn detect(cx: &ConnContext<'_>) -> Vec<Finding> {
             .into(),
     ];
     vec![f]
+}
+
+/// The send buffer (bytes) the advice asks for: the bandwidth-delay product at the path's
+/// rate `ceiling_bps` over `rtt` ns where that is above the held rate `held_bps`; else (no
+/// faster rate shown) at least what the receiver offers, `rcv_window`.
+pub fn send_buffer_bytes(ceiling_bps: f64, held_bps: f64, rtt: i64, rcv_window: u64) -> u64 {
+    if ceiling_bps > held_bps {
+        (ceiling_bps * rtt as f64 / 8e9) as u64
+    } else {
+        rcv_window
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +273,42 @@ mod tests {
             acked,
             ..Round::default()
         }
+    }
+
+    #[test]
+    fn the_ceiling_is_the_faster_of_rounds_and_trains_else_the_receiver() {
+        let rtt = 10 * MS;
+        assert_eq!(
+            Ceiling::pick(100e6, 50e6, 1_000, rtt),
+            Ceiling::WindowRound(100e6)
+        );
+        assert_eq!(
+            Ceiling::pick(100e6, 100e6, 1_000, rtt),
+            Ceiling::WindowRound(100e6)
+        );
+        assert_eq!(
+            Ceiling::pick(100e6, 100e6 + 1.0, 1_000, rtt),
+            Ceiling::AckTrains(100e6 + 1.0)
+        );
+        assert_eq!(
+            Ceiling::pick(0.0, 50e6, 1_000, rtt),
+            Ceiling::AckTrains(50e6)
+        );
+        // Neither: 125 kB per 10 ms = 100 Mbit/s.
+        let c = Ceiling::pick(0.0, 0.0, 125_000, rtt);
+        assert_eq!(c, Ceiling::ReceiverWindow(100e6));
+        assert_eq!(Ceiling::pick(0.0, 0.0, 0, rtt), Ceiling::Unknown);
+        assert_eq!(Ceiling::pick(0.0, 0.0, 125_000, 0), Ceiling::Unknown);
+        assert_eq!(Ceiling::Unknown.bps(), 0.0);
+    }
+
+    #[test]
+    fn the_buffer_asked_for_is_the_bdp_above_the_held_rate() {
+        // 100 Mbit/s x 10 ms = 125 kB.
+        assert_eq!(send_buffer_bytes(100e6, 50e6, 10 * MS, 9), 125_000);
+        // Not above the held rate: the receiver's window.
+        assert_eq!(send_buffer_bytes(50e6, 50e6, 10 * MS, 9), 9);
+        assert_eq!(send_buffer_bytes(0.0, 50e6, 10 * MS, 9), 9);
     }
 
     #[test]

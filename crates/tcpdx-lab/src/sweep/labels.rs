@@ -66,6 +66,10 @@ pub const ALLOWED_IDLE_SHARE: f64 = 0.02;
 /// kernel says neither window held the sender for most of the transfer (the detector's own
 /// line, `SENDER_MIN_SHARE`).
 pub const ALLOWED_SENDER_SHARE: f64 = 0.5;
+/// Share of the bulk sender's busy time the kernel counted as send-buffer limited
+/// (`tcpi_sndbuf_limited / tcpi_busy_time`) at and above which `sender-limited` is required
+/// from the sender's capture: the buffer held it for most of the transfer.
+pub const REQUIRED_SNDBUF_SHARE: f64 = 0.5;
 /// Segments below a window that a flight must be for that window not to be its limit (the
 /// margin the receiver-window share uses).
 pub const SENDER_MARGIN_SEGMENTS: u32 = 3;
@@ -157,6 +161,12 @@ pub struct Facts {
     /// Share of the main sender's time in flight held below both windows by the sender
     /// itself ([`sender_share`]).
     pub sender_share: f64,
+    /// Share of the bulk sender's busy time its kernel counted as send-buffer limited
+    /// (`tcp_info` at the end of the transfer; 0 where the truth does not have it).
+    pub sndbuf_share: f64,
+    /// The recipe capped the bulk sender's send buffer (tcp_wmem max) below the path's
+    /// bandwidth-delay product, its application always writing: data was pending.
+    pub send_buffer_capped: bool,
 }
 
 /// One requirement: met when any of `kinds` is reported (the first names it).
@@ -337,11 +347,32 @@ pub fn label(f: &Facts) -> Labels {
             );
         }
     }
-    // sender-limited: the kernel's flight below both windows for most of the transfer.
-    // Never required: no sweep recipe caps the sender's buffer, so the kernel's samples
-    // cannot say the send buffer (rather than TCP small queues or pacing) held it.
-    if f.sender_share >= ALLOWED_SENDER_SHARE {
+    // sender-limited: the kernel's flight below both windows for most of the transfer
+    // (allowed: its samples cannot say the send buffer, rather than TCP small queues or
+    // pacing, held it), or the kernel's own send-buffer accounting (required where the
+    // capture is the sender's: from the receiver's side a held flight looks like the path).
+    if f.sender_share >= ALLOWED_SENDER_SHARE || f.sndbuf_share >= REQUIRED_SNDBUF_SHARE {
         l.allow("sender-limited");
+    }
+    let held_with_data = f.send_buffer_capped && f.sender_share >= ALLOWED_SENDER_SHARE;
+    if f.family == "bulk"
+        && f.capture == "client"
+        && (f.sndbuf_share >= REQUIRED_SNDBUF_SHARE || held_with_data)
+    {
+        l.require(
+            &["sender-limited"],
+            format!(
+                "the sender's kernel counted {:.0}% of its busy time send-buffer limited and \
+                 its flight below both windows {:.0}% of it{}",
+                f.sndbuf_share * 100.0,
+                f.sender_share * 100.0,
+                if f.send_buffer_capped {
+                    " with its send buffer capped"
+                } else {
+                    ""
+                }
+            ),
+        );
     }
     if f.duty_cycle {
         l.allow("fixed-duration-stall");
@@ -458,6 +489,17 @@ pub fn zero_window_held_s(pkts: &[Pkt], sender: SocketAddrV4) -> f64 {
         }
     }
     total as f64 / 1e9
+}
+
+/// `tcpi_sndbuf_limited / tcpi_busy_time` of a bulk sender's report (0 without them).
+pub fn sndbuf_share(send: &serde_json::Value) -> f64 {
+    let us = |k: &str| send[k].as_f64().unwrap_or(0.0);
+    let busy = us("busy_us");
+    if busy > 0.0 {
+        (us("sndbuf_limited_us") / busy).min(1.0)
+    } else {
+        0.0
+    }
 }
 
 /// Share of `c`'s time with data in flight (each ACK sample to the next) in which the flight
@@ -691,7 +733,10 @@ pub fn facts(sc: &Scenario, t: &Truth) -> Facts {
                 }
             }
         }
-        Workload::Bulk { .. } => {}
+        Workload::Bulk { .. } => {
+            f.sndbuf_share = sndbuf_share(&t.workload["send"]);
+            f.send_buffer_capped = sc.sender_wmem_max.is_some();
+        }
     }
     let primary_drops: u64 = t
         .files
@@ -946,7 +991,7 @@ mod tests {
     }
 
     #[test]
-    fn sender_limited_allowed_at_the_share_and_never_required() {
+    fn sender_limited_allowed_at_the_share_and_never_required_by_it() {
         let mut f = clean();
         assert!(!label(&f).permits("sender-limited"));
         f.sender_share = ALLOWED_SENDER_SHARE * 0.99;
@@ -956,6 +1001,63 @@ mod tests {
         assert!(l.permits("sender-limited") && l.required.is_empty());
         f.sender_share = 1.0;
         assert!(label(&f).required.is_empty());
+    }
+
+    #[test]
+    fn sender_limited_required_at_the_kernels_sndbuf_share_from_the_sender() {
+        let mut f = clean();
+        f.sndbuf_share = REQUIRED_SNDBUF_SHARE * 0.99;
+        let l = label(&f);
+        assert!(!l.permits("sender-limited") && l.required.is_empty());
+        f.sndbuf_share = REQUIRED_SNDBUF_SHARE;
+        assert_eq!(req_kinds(&label(&f)), vec!["sender-limited"]);
+        f.sndbuf_share = 1.0;
+        assert_eq!(req_kinds(&label(&f)), vec!["sender-limited"]);
+        // from the receiver's side or the router: allowed, not required
+        for cap in ["server", "router_s"] {
+            f.capture = cap.into();
+            let l = label(&f);
+            assert!(
+                l.permits("sender-limited") && l.required.is_empty(),
+                "{cap}"
+            );
+        }
+        // not a bulk transfer
+        f.capture = "client".into();
+        f.family = "reqresp".into();
+        assert!(!req_kinds(&label(&f)).contains(&"sender-limited".to_string()));
+    }
+
+    #[test]
+    fn sender_limited_required_for_a_capped_buffer_at_the_held_share() {
+        let mut f = clean();
+        f.send_buffer_capped = true;
+        f.sender_share = ALLOWED_SENDER_SHARE * 0.99;
+        assert!(label(&f).required.is_empty());
+        f.sender_share = ALLOWED_SENDER_SHARE;
+        assert_eq!(req_kinds(&label(&f)), vec!["sender-limited"]);
+        // the same flight without the cap: data pending is not known, only allowed
+        f.send_buffer_capped = false;
+        let l = label(&f);
+        assert!(l.permits("sender-limited") && l.required.is_empty());
+        // from the receiver's capture: allowed
+        f.send_buffer_capped = true;
+        f.capture = "server".into();
+        let l = label(&f);
+        assert!(l.permits("sender-limited") && l.required.is_empty());
+    }
+
+    #[test]
+    fn the_sndbuf_share_from_the_senders_report() {
+        let v = serde_json::json!({"busy_us": 2000, "sndbuf_limited_us": 1500});
+        assert!((sndbuf_share(&v) - 0.75).abs() < 1e-12);
+        // an older truth without the fields, or no busy time
+        assert_eq!(sndbuf_share(&serde_json::json!({"bytes": 5})), 0.0);
+        assert_eq!(
+            sndbuf_share(&serde_json::json!({"busy_us": 0, "sndbuf_limited_us": 9})),
+            0.0
+        );
+        assert_eq!(sndbuf_share(&serde_json::Value::Null), 0.0);
     }
 
     #[test]

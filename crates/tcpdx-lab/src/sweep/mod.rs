@@ -26,6 +26,16 @@ pub const MAX_BYTES: u64 = 8_000_000;
 const LAB_RATE_BPS: f64 = 300e6;
 const MSS: f64 = 1448.0;
 
+/// First seed that may carry the send-buffer recipe ([`send_buffer`]).
+pub const SEND_BUFFER_FROM: u64 = 6000;
+/// Percent of those seeds that carry it.
+const SEND_BUFFER_PERCENT: u32 = 20;
+/// The send buffers (tcp_wmem max, bytes) the recipe picks from.
+pub const SEND_BUFFERS: [u64; 5] = [16_384, 32_768, 65_536, 131_072, 262_144];
+/// A send buffer at most this share of the path's bandwidth-delay product: well below it,
+/// so the buffer, not a window, holds the flight.
+const SEND_BUFFER_MAX_BDP: f64 = 0.4;
+
 /// Parses a seed range: "1-60", "7", or a comma list of both ("1-3,10").
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
     let mut v = Vec::new();
@@ -139,6 +149,15 @@ pub fn generate(seed: u64) -> Scenario {
             rto_delack(&mut s2, &mut sc, &mut desc);
         }
         _ => {}
+    }
+    // Seeds from SEND_BUFFER_FROM on: a third stream picks ~20% of them for a sender held
+    // by its own send buffer (seeds below keep their cases).
+    if seed >= SEND_BUFFER_FROM {
+        let mut s3 = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0xa076_1d64_78bd_642f) ^ 0x5bdf);
+        if s3.random_range(0..100) < SEND_BUFFER_PERCENT {
+            desc = Vec::new();
+            send_buffer(&mut s3, &mut sc, &mut desc);
+        }
     }
     desc.push(format!("capture {}", sc.capture.stem()));
     sc.description = desc.join(", ");
@@ -416,6 +435,68 @@ fn rto_delack(r: &mut ChaCha8Rng, sc: &mut Scenario, desc: &mut Vec<String>) {
     desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
 }
 
+/// A clean bulk transfer whose sender's send buffer (tcp_wmem max in the sender's
+/// namespace, so autotuning stops there) is well below the path's bandwidth-delay product:
+/// the buffer holds the flight, not the congestion or the receiver's window.
+fn send_buffer(r: &mut ChaCha8Rng, sc: &mut Scenario, desc: &mut Vec<String>) {
+    let cc = pick_cc(r);
+    desc.push(format!("bulk {cc}, send buffer"));
+    let rtt_ms = round1(log_uniform(r, 8.0, 60.0));
+    desc.push(format!("RTT {rtt_ms} ms"));
+    let mut rate = LAB_RATE_BPS;
+    let tbf = r.random_bool(0.3).then(|| {
+        let mbit = r.random_range(40..=200);
+        rate = f64::from(mbit) * 1e6;
+        mbit
+    });
+    let bdp = rate / 8.0 * rtt_ms / 1e3;
+    let fits: Vec<u64> = SEND_BUFFERS
+        .iter()
+        .copied()
+        .filter(|&b| b as f64 <= bdp * SEND_BUFFER_MAX_BDP)
+        .collect();
+    let wmem = *pick(
+        r,
+        if fits.is_empty() {
+            &SEND_BUFFERS[..1]
+        } else {
+            &fits
+        },
+    );
+    // Linux keeps about half the buffer's bytes as payload in flight (the rest overhead).
+    let held_bps = (wmem as f64 * 0.5 * 8.0 / (rtt_ms / 1e3)).min(rate);
+    // and at least 30 buffers' worth, so the held rounds are many, and 1.5 MB (tcpdx
+    // reads less as chatter)
+    let bytes = ((held_bps / 8.0 * TARGET_SECS) as u64)
+        .max(30 * wmem)
+        .max(1_500_000)
+        .clamp(MIN_BYTES, MAX_BYTES);
+    plain_bulk(sc, cc, bytes);
+    sc.relay.as_mut().expect("relay").delay_ms = round1(rtt_ms / 2.0);
+    if let Some(mbit) = tbf {
+        sc.tbf = Some(TbfSpec {
+            to_server: true,
+            rate: format!("{mbit}mbit"),
+            burst: "16kb".into(),
+            limit: "256kb".into(),
+        });
+        desc.push(format!("tbf {mbit} Mbit/s"));
+    }
+    sc.sender_wmem_max = Some(wmem);
+    // Mostly at the sender: only its capture shows the flight held below the windows.
+    sc.capture = match r.random_range(0..20) {
+        0..14 => Point::Client,
+        14..17 => Point::Server,
+        _ => Point::RouterServerSide,
+    };
+    desc.push(format!(
+        "sender tcp_wmem max {} KiB (path BDP {:.0} KiB)",
+        wmem / 1024,
+        bdp / 1024.0
+    ));
+    desc.push(format!("{:.1} MB", bytes as f64 / 1e6));
+}
+
 fn reqresp(r: &mut ChaCha8Rng, sc: &mut Scenario, rtt_ms: f64, desc: &mut Vec<String>) {
     let cc = pick_cc(r);
     let nodelay = r.random_bool(0.5);
@@ -589,9 +670,11 @@ pub fn run_sweep(o: &SweepOpts) -> anyhow::Result<Vec<CaseRun>> {
 mod tests {
     use super::*;
 
+    const SEEDS_BELOW_FINGERPRINT: u64 = 14_325_771_920_040_866_433;
+
     #[test]
     fn same_seed_same_scenario() {
-        for seed in [1, 2, 40, 1001, 1120, u64::MAX] {
+        for seed in [1, 2, 40, 1001, 1120, 5999, 6000, 6001, 6040, 6200, u64::MAX] {
             assert_eq!(generate(seed), generate(seed), "seed {seed}");
         }
     }
@@ -754,6 +837,75 @@ mod tests {
             .filter(|s| s.receiver_route.rto_min_ms == Some(1000))
             .count();
         assert!(delack >= 5, "{delack}");
+    }
+
+    /// FNV-1a over the scenarios' JSON: a fingerprint that stays put across Rust versions.
+    fn fingerprint(seeds: std::ops::Range<u64>) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for seed in seeds {
+            for b in serde_json::to_vec(&generate(seed)).unwrap() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn seeds_below_the_send_buffer_range_keep_their_scenarios() {
+        // The fingerprint of seeds 1-5999 as generated before the send-buffer recipe (the
+        // swept ranges 1-40, 1001-1120, ..., 5001-5120 stay reproducible).
+        assert_eq!(fingerprint(1..SEND_BUFFER_FROM), SEEDS_BELOW_FINGERPRINT);
+    }
+
+    #[test]
+    fn the_send_buffer_recipe_only_from_its_first_seed() {
+        let is_sb = |s: &Scenario| s.sender_wmem_max.is_some();
+        assert!(!(1..SEND_BUFFER_FROM).map(generate).any(|s| is_sb(&s)));
+        let from: Vec<Scenario> = (SEND_BUFFER_FROM..SEND_BUFFER_FROM + 1000)
+            .map(generate)
+            .collect();
+        let sb: Vec<&Scenario> = from.iter().filter(|s| is_sb(s)).collect();
+        assert!((150..=250).contains(&sb.len()), "{}", sb.len());
+        for s in sb {
+            let Workload::Bulk {
+                cc,
+                short_bytes,
+                rcvbuf,
+                read_sleep_ms,
+                ..
+            } = &s.workload
+            else {
+                panic!("seed {}: not bulk", s.seed)
+            };
+            assert!(s.description.contains("send buffer"), "{}", s.description);
+            assert!(["reno", "cubic", "bbr"].contains(&cc.as_str()));
+            assert!(rcvbuf.is_none() && *read_sleep_ms == 0.0, "seed {}", s.seed);
+            let r = s.relay.as_ref().unwrap();
+            assert!(r.drop_prob == 0.0 && r.drop_nth.is_empty() && r.reorder_prob == 0.0);
+            assert!(s.nft_loss.is_none() && s.ack_loss_per_mille == 0 && !s.no_window_scaling);
+            // the buffer well below the path's bandwidth-delay product
+            let rate = s.tbf.as_ref().map_or(LAB_RATE_BPS, |t| {
+                t.rate.trim_end_matches("mbit").parse::<f64>().unwrap() * 1e6
+            });
+            let bdp = rate / 8.0 * 2.0 * r.delay_ms / 1e3;
+            let w = s.sender_wmem_max.unwrap();
+            assert!(SEND_BUFFERS.contains(&w));
+            assert!(
+                w as f64 <= bdp * SEND_BUFFER_MAX_BDP * 1.01,
+                "seed {}",
+                s.seed
+            );
+            // enough round trips for the finding's rounds
+            assert!(
+                *short_bytes >= 20 * w || *short_bytes == MAX_BYTES,
+                "seed {}",
+                s.seed
+            );
+            assert!(*short_bytes >= 1_500_000, "seed {}", s.seed);
+        }
+        // the other seeds of the range are the usual mix
+        let rest = from.iter().filter(|s| !is_sb(s)).count();
+        assert!(rest >= 750, "{rest}");
     }
 
     #[test]

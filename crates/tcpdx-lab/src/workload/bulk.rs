@@ -78,6 +78,15 @@ pub struct BulkResult {
     pub mbit_s: f64,
     /// Congestion control in use.
     pub cc: String,
+    /// Sender only: the kernel's busy time (`tcpi_busy_time`, us) once all was acknowledged.
+    #[serde(default)]
+    pub busy_us: u64,
+    /// Sender only: of it, limited by the receiver's window (`tcpi_rwnd_limited`, us).
+    #[serde(default)]
+    pub rwnd_limited_us: u64,
+    /// Sender only: of it, limited by the send buffer (`tcpi_sndbuf_limited`, us).
+    #[serde(default)]
+    pub sndbuf_limited_us: u64,
 }
 
 fn sleep_ms(ms: f64) {
@@ -142,6 +151,8 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
     while crate::sys::tcp_outq(&s)? > 0 && t_drain.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_micros(500));
     }
+    // Everything is acknowledged, so the chronographs have stopped; read before the FIN.
+    let chrono = crate::sys::tcp_chrono(&s).unwrap_or_default();
     s.shutdown(std::net::Shutdown::Write)?;
     let mut sink = [0u8; 65536];
     while s.read(&mut sink)? > 0 {}
@@ -152,6 +163,9 @@ pub fn send(a: &SendArgs) -> Result<BulkResult> {
         secs,
         mbit_s: sent as f64 * 8.0 / secs / 1e6,
         cc,
+        busy_us: chrono.busy_us,
+        rwnd_limited_us: chrono.rwnd_limited_us,
+        sndbuf_limited_us: chrono.sndbuf_limited_us,
     })
 }
 
@@ -203,5 +217,6 @@ pub fn recv(a: &RecvArgs) -> Result<BulkResult> {
         secs,
         mbit_s: n as f64 * 8.0 / secs / 1e6,
         cc,
+        ..Default::default()
     })
 }

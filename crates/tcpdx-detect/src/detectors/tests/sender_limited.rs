@@ -38,6 +38,85 @@ fn held_flight(slow: &[u32], held: u32, rounds: usize, pause_ms: f64) -> Script 
     t
 }
 
+/// The send buffer a recommendation asks for: the number before " bytes (Linux".
+fn buffer_bytes(r: &str) -> f64 {
+    let head = &r[..r.find(" bytes (Linux").unwrap()];
+    head.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Rounds of `n` segments sent back to back, acknowledged two at a time `spacing_ms`
+/// apart from 10 ms later (the bottleneck's pace), the next round sent at the last ACK:
+/// a flight held by the send buffer, with no round limited by a window.
+fn clocked_flight(n: u32, rounds: usize, spacing_ms: f64) -> Script {
+    let mut t = Script::new();
+    t.handshake();
+    t.at_ms(20);
+    for i in 0..rounds {
+        let seq = t.next_seq(Dir::C2S);
+        t.client_burst(seq, n, MSS);
+        t.after_ms(10.0 + (i % 7) as f64 * 0.011);
+        for k in 1..=n / 2 {
+            if k > 1 {
+                t.after_ms(spacing_ms);
+            }
+            t.server_acks(seq.wrapping_add(2 * k * MSS)).win(RWND);
+        }
+    }
+    t.after_ms(1).fin_from_client();
+    t.after_ms(10).fin_from_server();
+    t.after_ms(0.1).server_acks(AUTO);
+    t
+}
+
+#[test]
+fn a_flight_held_from_the_start_is_priced_against_the_ack_spacing() {
+    // 8 segments a round trip for 120 rounds; their ACKs 0.1 ms apart for 2 segments:
+    // the path carries 2 x MSS per 0.1 ms, far above 8 segments per 10 ms.
+    let d = diagnose(&clocked_flight(8, 120, 0.1));
+    let f = find(&d, K::SenderLimited);
+    assert!(f.severity >= Severity::Major, "{f:#?}");
+    assert!(f.cost.seconds > 0.5, "{f:#?}");
+    assert!(
+        f.explanation.contains("spacing of its ACKs"),
+        "{}",
+        f.explanation
+    );
+    let r = &f.recommendations[0];
+    assert!(r.contains("BDP = ") && r.contains("SO_SNDBUF"), "{r}");
+    // BDP = the ACK-spacing rate over the round trip (10 ms plus the train's 0.3 ms)
+    let bps = f64::from(2 * MSS) * 8.0 / 0.1e-3;
+    let got = buffer_bytes(r);
+    let want = bps * 0.0103 / 8.0;
+    assert!((got - want).abs() < 0.05 * want, "{got} vs {want}: {r}");
+    let b = &d.time_budget.connections[0];
+    let sender = b.sending_limits.get(crate::infer::limit::Limit::Sender);
+    assert!(sender > 0.8, "{:?}", b.sending_limits);
+}
+
+#[test]
+fn acks_further_apart_than_a_train_price_against_the_receivers_window() {
+    // The same flight with its ACKs 3 ms apart, more than a quarter of the 10 ms round
+    // trip: no train, so the receiver's window per round trip is the ceiling.
+    let d = diagnose(&clocked_flight(8, 120, 3.0));
+    let f = find(&d, K::SenderLimited);
+    assert!(
+        f.explanation.contains("receiver's window per round trip"),
+        "{}",
+        f.explanation
+    );
+    assert!(f.cost.seconds > 0.0, "{f:#?}");
+    // 2.4 ms apart: one train per round, at 6 segments per 7.2 ms, still above the
+    // flight's 8 segments per 17.2 ms round by more than RATE_ROOM.
+    let d = diagnose(&clocked_flight(8, 120, 2.4));
+    let f = find(&d, K::SenderLimited);
+    assert!(
+        f.explanation.contains("spacing of its ACKs"),
+        "{}",
+        f.explanation
+    );
+    assert!(f.cost.seconds > 0.0, "{f:#?}");
+}
+
 // Slow start from Linux's initial window of 10 segments: a round below it is the sender's.
 const SLOW: [u32; 3] = [10, 20, 40];
 
@@ -70,8 +149,7 @@ fn a_flight_held_below_the_windows_is_the_senders_and_priced_against_the_path() 
     // The buffer it needs: the path's 40 segments a round trip (within the round trips'
     // few microseconds of jitter).
     let r = &f.recommendations[0];
-    let at = r.find("about ").unwrap() + "about ".len();
-    let got: f64 = r[at..].split(' ').next().unwrap().parse().unwrap();
+    let got = buffer_bytes(r);
     let bdp = f64::from(40 * MSS);
     assert!((got - bdp).abs() < 0.01 * bdp, "{r}");
     assert!(

@@ -25,6 +25,7 @@ pub mod recovery;
 pub mod round;
 pub mod spurious;
 pub mod timeout;
+pub mod train;
 pub mod zero_window;
 
 #[cfg(test)]
@@ -134,6 +135,8 @@ pub struct SenderState {
     tsval_origin: Option<(i64, u32)>,
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
     pub rounds: Rounds,
+    /// ACK trains: the path's capacity as the ACK spacing shows it.
+    pub trains: train::AckTrains,
     episode: Option<Box<LossEpisode>>,
     // Rarely touched: counters of unusual events, lists of episodes, evidence.
     /// Retransmitted segments (Wireshark's retransmission flags).
@@ -365,6 +368,8 @@ impl SenderState {
             self.check_early_acks(a);
             self.check_echoed_timestamps(a, d);
             self.advancing_acks += 1;
+            self.trains
+                .on_ack(ts, ack - self.snd_una, karn, path_rtt, self.mss);
             if self.mss > 0 {
                 self.acked_pkts += (ack - self.snd_una).div_ceil(u64::from(self.mss));
             }
@@ -413,5 +418,6 @@ impl SenderState {
         }
         self.finish_delack();
         self.finish_zero_window(last_ts);
+        self.trains.finish(self.mss);
     }
 }
