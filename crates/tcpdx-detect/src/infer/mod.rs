@@ -241,7 +241,9 @@ impl ConnTracker {
     pub fn round_limits(&self, dir: Dir) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
         let s = &self.senders[dir.idx()];
         let mss = if s.largest > 0 { s.largest } else { s.mss };
-        limit::classify(&s.rounds, mss, self.path_rtt(), self.vantage(dir))
+        let c = limit::Classifier::new(mss, self.path_rtt(), self.vantage(dir))
+            .echoed(s.echo_flights > 0);
+        limit::classify_with(&s.rounds, c)
     }
 
     /// Closed: both sides sent a FIN, or one sent a RST.
@@ -305,15 +307,25 @@ impl ConnTracker {
         } else if !syn && ack && dir == Dir::ClientToServer && h.synack.is_some() && h.ack.is_none()
         {
             h.ack = Some(ts);
+            // The handshake places the capture: away from a sender, its flight is read
+            // from the ACKs its data echoes.
+            for d in [Dir::ClientToServer, Dir::ServerToClient] {
+                self.senders[d.idx()].far = self.vantage(d) == limit::Vantage::Receiver;
+            }
         }
         if syn {
             self.senders[dir.idx()].on_syn(d);
         }
         let rtt = self.path_rtt();
+        if ack {
+            let s = &mut self.senders[dir.idx()];
+            s.ack_sent = s.ack_sent.max(a.ack);
+        }
         if a.len > 0 {
             self.senders[dir.idx()].upstream_rtt_min =
                 self.senders[dir.rev().idx()].downstream_rtt_min;
             self.senders[dir.idx()].data_tsval = d.timestamps.map(|t| t.0);
+            self.senders[dir.idx()].data_tsecr = d.timestamps.map(|t| t.1);
             self.senders[dir.idx()].on_data(a, rtt);
             self.last_data_dir = Some(dir);
         }
