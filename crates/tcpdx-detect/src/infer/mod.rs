@@ -241,6 +241,19 @@ impl ConnTracker {
     pub fn round_limits(&self, dir: Dir) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
         let s = &self.senders[dir.idx()];
         let mss = if s.largest > 0 { s.largest } else { s.mss };
+        limit::classify(&s.rounds, mss, self.path_rtt(), self.vantage(dir))
+    }
+
+    /// [`ConnTracker::round_limits`] with the flight away from the sender read from the
+    /// ACKs the data echoes where the capture has them ([`limit::Classifier::echoed`]): the
+    /// rounds' export. (The findings still read the data per round trip: their thresholds
+    /// were set on it.)
+    pub fn round_limits_echoed(
+        &self,
+        dir: Dir,
+    ) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
+        let s = &self.senders[dir.idx()];
+        let mss = if s.largest > 0 { s.largest } else { s.mss };
         let c = limit::Classifier::new(mss, self.path_rtt(), self.vantage(dir))
             .echoed(s.echo_flights > 0);
         limit::classify_with(&s.rounds, c)
