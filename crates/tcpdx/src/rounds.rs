@@ -39,7 +39,7 @@ pub(crate) fn rows_of(diag: &Diagnoser, first: i64) -> Vec<RoundRow> {
     for c in trackers {
         for dir in [Dir::ClientToServer, Dir::ServerToClient] {
             let vantage = c.vantage(dir);
-            rows.extend(c.round_limits(dir).map(|(r, l)| RoundRow {
+            rows.extend(c.round_limits_echoed(dir).map(|(r, l)| RoundRow {
                 stream: c.stream,
                 direction: dir,
                 start_s: rel(r.start),

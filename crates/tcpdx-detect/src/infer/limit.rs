@@ -14,10 +14,13 @@
 //!
 //! Where the estimate comes from ([`Vantage`]): next to the sender the largest flight of
 //! a round is what its window let out; from the receiver's side or the middle, the flight
-//! is not visible (the data is acknowledged as it arrives) and the estimate is the data
-//! that arrives per round trip. That estimate follows the window too loosely to show a
-//! sender holding back below it, so from there a round is the window's unless it carried
-//! less than the initial window before any loss.
+//! is not visible (the data is acknowledged as it arrives). There, with TCP timestamps,
+//! each segment's flight is its end minus the ACK its TSecr echoes (the sender's own view,
+//! [`Classifier::echoed`]), and a window growing fast is read from the next round, which
+//! carries what the sender had out as the round ended; without timestamps the estimate is
+//! the data that arrives per handshake round trip. From there a round is the window's
+//! unless loss, the receiver's window or a round below the initial window (before a loss)
+//! says otherwise: the sender's pacing is not visible.
 
 use super::Round;
 
@@ -52,6 +55,12 @@ pub const RWND_SEGMENTS: f64 = 3.0;
 /// A pause between rounds this long (Linux's smallest retransmission timeout) lets the
 /// window restart from the initial one (`tcp_slow_start_after_idle`).
 pub const IDLE_RESTART_NS: i64 = 200_000_000;
+
+/// Away from the sender, a next round's flight more than this many times the round's own
+/// is a window growing fast, read from the next round (`Classifier::window_at_end`; tcpdx
+/// choice: a Reno or CUBIC slow start with delayed ACKs grows about 1.2 times in the half
+/// round trip a round lasts there, BBR's startup 1.4 to 2 times).
+pub const GROWING_SHARE: f64 = 1.5;
 
 /// What held the sender back in a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -104,8 +113,9 @@ impl Limit {
 pub enum Vantage {
     /// Next to the sender: the flight is seen as it leaves (exact to a segment).
     Sender,
-    /// Next to the receiver or in the middle: the flight is the data arriving per round
-    /// trip, scaled by the handshake's round trip (which misses the queue: within about a
+    /// Next to the receiver or in the middle: the flight is read from the ACKs the data
+    /// echoes (TCP timestamps: within a few segments), else the data arriving per round
+    /// trip scaled by the handshake's round trip (which misses the queue: within about a
     /// half), and the limit is the window's unless loss, the receiver's window or a round
     /// below the initial window (before a loss) says otherwise.
     Receiver,
@@ -173,6 +183,9 @@ pub struct Classifier {
     lossy_prev: bool,
     /// The previous round's end (ns).
     prev_end: Option<i64>,
+    /// Away from the sender, the rounds' largest flight is the sender's own, read from the
+    /// ACKs its data echoes (TCP timestamps, [`Classifier::echoed`]).
+    echoed: bool,
 }
 
 impl Classifier {
@@ -190,7 +203,15 @@ impl Classifier {
             lost: false,
             lossy_prev: false,
             prev_end: None,
+            echoed: false,
         }
+    }
+
+    /// Away from the sender, whether the rounds' largest flight was read from the ACKs the
+    /// sender's data echoes (its own view of its flight) rather than the capture's.
+    pub fn echoed(mut self, echoed: bool) -> Self {
+        self.echoed = echoed;
+        self
     }
 
     /// The smallest window the sender can have now (bytes): the largest flight since its
@@ -222,6 +243,7 @@ impl Classifier {
                     r.bytes as f64
                 }
             }
+            Vantage::Receiver if self.echoed && r.max_in_flight > 0 => r.max_in_flight as f64,
             Vantage::Receiver => {
                 let d = r.duration();
                 if d <= 0 || self.rtt <= 0 || d < self.rtt {
@@ -338,6 +360,31 @@ impl Classifier {
     }
 }
 
+impl Classifier {
+    /// Away from the sender, a window growing fast (slow start, BBR's startup) at the end
+    /// of round `r` (limit `l`) is the flight of the data arriving next (`next`, the
+    /// following round, without loss): what the sender had out as the round ended reaches
+    /// the capture about half a round trip later, as the next round does. (A window growing
+    /// slowly is the round's own flight: the next round's adds its queue's swings.)
+    fn window_at_end(&self, r: &Round, l: &mut RoundLimit, next: &Round) {
+        if self.vantage != Vantage::Receiver
+            || !self.echoed
+            || l.limit != Limit::Cwnd
+            || next.timeout
+            || next.retx > 0
+            || next.in_recovery
+            || next.max_in_flight == 0
+            || next.start - r.end >= self.rtt.max(1)
+        {
+            return;
+        }
+        let n = next.max_in_flight as f64 / self.mss;
+        if n > GROWING_SHARE * l.cwnd_est.unwrap_or(0.0) {
+            l.cwnd_est = Some(n.max(1.0));
+        }
+    }
+}
+
 /// Every round's limit, in order.
 pub fn classify<'a>(
     rounds: impl IntoIterator<Item = Round> + 'a,
@@ -345,10 +392,22 @@ pub fn classify<'a>(
     rtt_ns: i64,
     vantage: Vantage,
 ) -> impl Iterator<Item = (Round, RoundLimit)> + 'a {
-    let mut c = Classifier::new(mss, rtt_ns, vantage);
-    rounds.into_iter().map(move |r| {
-        let l = c.next(&r);
-        (r, l)
+    classify_with(rounds, Classifier::new(mss, rtt_ns, vantage))
+}
+
+/// Every round's limit, in order, by the classifier `c` (as set up for the capture).
+pub fn classify_with<'a>(
+    rounds: impl IntoIterator<Item = Round> + 'a,
+    mut c: Classifier,
+) -> impl Iterator<Item = (Round, RoundLimit)> + 'a {
+    let mut rounds = rounds.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let r = rounds.next()?;
+        let mut l = c.next(&r);
+        if let Some(n) = rounds.peek() {
+            c.window_at_end(&r, &mut l, n);
+        }
+        Some((r, l))
     })
 }
 
@@ -608,5 +667,50 @@ mod tests {
         let l = Classifier::new(MSS, 0, Vantage::Receiver).next(&r);
         assert_eq!(l.flight_bytes, 40_000);
         assert!(Limit::ALL.iter().all(|l| !l.as_str().is_empty()));
+    }
+
+    #[test]
+    fn from_the_receiver_an_echoed_flight_is_the_rounds_largest() {
+        // 40 segments arrive over two round trips, the echoes show 30 in flight.
+        let mut r = round(0, 40);
+        r.max_in_flight = 30_000;
+        r.end = r.start + 20_000_000;
+        let c = || Classifier::new(MSS, 10_000_000, Vantage::Receiver);
+        assert_eq!(c().echoed(true).next(&r).flight_bytes, 30_000);
+        // Without echoes: the data per round trip.
+        assert_eq!(c().next(&r).flight_bytes, 20_000);
+        // The receiver's window reached by the echoed flight.
+        r.rcv_window = 30_000 + 3 * u64::from(MSS);
+        assert_eq!(c().echoed(true).next(&r).limit, Limit::ReceiverWindow);
+        assert_eq!(c().next(&r).limit, Limit::Cwnd);
+    }
+
+    #[test]
+    fn from_the_receiver_a_fast_growing_window_is_read_from_the_next_round() {
+        let mss = f64::from(MSS);
+        let est = |next_segs: f64, vantage: Vantage, echoed: bool| {
+            let first = round(0, 20);
+            let mut next = round(1, 0);
+            next.max_in_flight = (next_segs * mss) as u64;
+            let c = Classifier::new(MSS, 10_000_000, vantage).echoed(echoed);
+            classify_with([first, next], c)
+                .next()
+                .and_then(|(_, l)| l.cwnd_est)
+        };
+        let at = 20.0 * GROWING_SHARE;
+        // Just above GROWING_SHARE times the round's flight: the next round's; at it, the
+        // round's own.
+        assert_eq!(est(at + 1.0, Vantage::Receiver, true), Some(at + 1.0));
+        assert_eq!(est(at, Vantage::Receiver, true), Some(20.0));
+        // Next to the sender, or without echoes, the round's own.
+        assert_eq!(est(at + 1.0, Vantage::Sender, true), Some(20.0));
+        assert_eq!(est(at + 1.0, Vantage::Receiver, false), Some(20.0));
+        // Not across a loss in the next round.
+        let first = round(0, 20);
+        let mut next = round(1, 40);
+        next.retx = 1;
+        let c = Classifier::new(MSS, 10_000_000, Vantage::Receiver).echoed(true);
+        let got = classify_with([first, next], c).next().unwrap().1;
+        assert_eq!(got.cwnd_est, Some(20.0));
     }
 }

@@ -244,6 +244,21 @@ impl ConnTracker {
         limit::classify(&s.rounds, mss, self.path_rtt(), self.vantage(dir))
     }
 
+    /// [`ConnTracker::round_limits`] with the flight away from the sender read from the
+    /// ACKs the data echoes where the capture has them ([`limit::Classifier::echoed`]): the
+    /// rounds' export. (The findings still read the data per round trip: their thresholds
+    /// were set on it.)
+    pub fn round_limits_echoed(
+        &self,
+        dir: Dir,
+    ) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
+        let s = &self.senders[dir.idx()];
+        let mss = if s.largest > 0 { s.largest } else { s.mss };
+        let c = limit::Classifier::new(mss, self.path_rtt(), self.vantage(dir))
+            .echoed(s.echo_flights > 0);
+        limit::classify_with(&s.rounds, c)
+    }
+
     /// Closed: both sides sent a FIN, or one sent a RST.
     pub fn is_closed(&self) -> bool {
         self.rst || self.fin == [true, true]
@@ -306,22 +321,30 @@ impl ConnTracker {
         {
             h.ack = Some(ts);
             let point = h.capture_point();
+            // The handshake places the capture: away from a sender, its flight is read
+            // from the ACKs its data echoes.
             for d in [Dir::ClientToServer, Dir::ServerToClient] {
                 self.senders[d.idx()].capture_near_receiver = matches!(
                     (point, d),
                     (CapturePoint::NearServer, Dir::ClientToServer)
                         | (CapturePoint::NearClient, Dir::ServerToClient)
                 );
+                self.senders[d.idx()].far = self.vantage(d) == limit::Vantage::Receiver;
             }
         }
         if syn {
             self.senders[dir.idx()].on_syn(d);
         }
         let rtt = self.path_rtt();
+        if ack {
+            let s = &mut self.senders[dir.idx()];
+            s.ack_sent = s.ack_sent.max(a.ack);
+        }
         if a.len > 0 {
             self.senders[dir.idx()].upstream_rtt_min =
                 self.senders[dir.rev().idx()].downstream_rtt_min;
             self.senders[dir.idx()].data_tsval = d.timestamps.map(|t| t.0);
+            self.senders[dir.idx()].data_tsecr = d.timestamps.map(|t| t.1);
             self.senders[dir.idx()].on_data(a, rtt);
             self.last_data_dir = Some(dir);
         }

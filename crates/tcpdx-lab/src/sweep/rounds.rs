@@ -402,7 +402,8 @@ mod tests {
 
     /// The lab fixtures with the kernel's truth (cases 001 and 004, the clean bulk runs):
     /// floors at the figures reached (sender side: label 98%, median 0%, p90 5%; receiver
-    /// side and middle: label 92%, median 49%, p90 63%).
+    /// side and middle, the flight read from the echoed ACKs: label 93%, median 0%, p90
+    /// 38%).
     #[test]
     fn lab_fixtures_rounds_against_the_kernel() {
         let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/lab");
@@ -432,8 +433,8 @@ mod tests {
         assert!(quantile(&at.err, 0.5).unwrap() <= 0.02);
         assert!(quantile(&at.err, 0.9).unwrap() <= 0.10);
         let away = s.pooled(|p| p != "sender");
-        assert!(label(&away) >= 0.90, "receiver-side label {}", label(&away));
-        assert!(quantile(&away.err, 0.5).unwrap() <= 0.5);
-        assert!(quantile(&away.err, 0.9).unwrap() <= 0.65);
+        assert!(label(&away) >= 0.92, "receiver-side label {}", label(&away));
+        assert!(quantile(&away.err, 0.5).unwrap() <= 0.02);
+        assert!(quantile(&away.err, 0.9).unwrap() <= 0.40);
     }
 }

@@ -36,7 +36,9 @@ pub use delay::{
     NAGLE_RELEASE_MAX_RTTS, NAGLE_RELEASE_RTT_DIVISOR, NAGLE_RELEASE_SLACK_NS, NaglePause,
 };
 pub use recovery::{DUPACK_THRESHOLD, LossEpisode, RecoveryKind};
-pub use round::{MAX_ROUNDS, RATE_MIN_PKTS, RATE_MIN_RTT_SHARE, ROUND_MIN_RTT_SHARE, Round};
+pub use round::{
+    MAX_ECHOES, MAX_ROUNDS, RATE_MIN_PKTS, RATE_MIN_RTT_SHARE, ROUND_MIN_RTT_SHARE, Round,
+};
 use spurious::TsRetx;
 pub use spurious::{
     MAX_RECENT_RETX, PROOF_ACKED, PROOF_DSACK, PROOF_EARLY_ACK, PROOF_EARLY_SACK, PROOF_ECHO,
@@ -126,6 +128,19 @@ pub struct SenderState {
     pending_tsval: std::collections::VecDeque<TsRetx>,
     /// TSval of the data segment being recorded (set by the connection before `on_data`).
     pub data_tsval: Option<u32>,
+    /// TSecr of the data segment being recorded (set by the connection before `on_data`).
+    pub data_tsecr: Option<u32>,
+    /// The capture is away from this side (next to its receiver or in the middle: set by
+    /// the connection once the handshake says so): its flight is read from the ACKs its
+    /// data echoes ([`round::Echoes`]), the capture's own being only what lies between the
+    /// capture and the receiver.
+    pub far: bool,
+    /// Highest ACK this side has sent (set by the connection): a peer segment beyond it
+    /// does not move the TSval this side echoes (RFC 7323's `Last.ACK.sent` rule).
+    pub ack_sent: u64,
+    /// Data segments whose flight was read from the ACK their TSecr echoes
+    /// ([`round::Echoes`]).
+    pub echo_flights: u64,
     /// TSval of the last data segment sent.
     last_send_tsval: Option<u32>,
     /// The latest TSval on this side's data.
@@ -133,6 +148,8 @@ pub struct SenderState {
     /// The first data segment with a TSval: when it was captured and its TSval (the
     /// sender's clock rate, against the capture's).
     tsval_origin: Option<(i64, u32)>,
+    /// The peer's ACKs by TSval, for the flight their echoes show.
+    echoes: round::Echoes,
     /// Round trips, in order (capped at [`MAX_ROUNDS`]).
     pub rounds: Rounds,
     /// ACK trains: the path's capacity as the ACK spacing shows it.
@@ -348,6 +365,7 @@ impl SenderState {
         if !self.started {
             return;
         }
+        self.note_echo(a, d);
         // Karn's rule: the ACK delay of data that was retransmitted, or that waited behind
         // a retransmitted hole, is not a round trip (Wireshark's ack_rtt still gives it: 21 ms
         // for the 10 ms path of tests/data/fast-retransmission.pcapng, which then made the

@@ -11,9 +11,16 @@
 //! the timeout (the kernel's Loss state), each round ends at the ACK of the highest byte
 //! sent since, so the window's collapse to one segment and its regrowth (1, 2, 4 ...)
 //! show round by round instead of as one long round.
+//!
+//! The flight of each segment is read two ways, the larger kept: the capture's own
+//! (exact next to the sender) and the echo's ([`Echoes`]: from anywhere on the path, with
+//! TCP timestamps), so that a capture next to the receiver or in the middle sees the
+//! sender's window and not the few segments between it and the receiver.
+
+use std::collections::VecDeque;
 
 use super::{MAX_SAMPLE_FRAMES, SenderState, push_capped};
-use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis};
+use tcpdx_core::{AnalysisFlags as F, SegmentAnalysis, SegmentDetail};
 
 /// Rounds kept per direction (tcpdx choice: a 1-hour transfer at 36 ms RTT).
 pub const MAX_ROUNDS: usize = 100_000;
@@ -35,6 +42,61 @@ pub const PACE_GAP_NS: i64 = 200_000;
 /// Bursts a round needs before its departures say whether it is paced (tcpdx choice: a few
 /// ACK-clocked bursts late behind a delayed ACK would otherwise look paced).
 pub const PACED_MIN_BURSTS: u32 = 4;
+
+/// The peer's ACKs remembered for the echo's flight (tcpdx choice: a second of round trip
+/// at Linux's 1 ms timestamp clock; older ones are dropped first).
+pub const MAX_ECHOES: usize = 1024;
+
+/// The peer's ACKs by TSval, oldest first: each TSval with the highest ACK that carried it
+/// (a run of TSvals with the same ACK is one entry). A data segment echoing TSval `e` was
+/// sent once the sender had an ACK carrying `e` and none carrying a later one, so its end
+/// minus the highest ACK carrying `e` or earlier is the sender's flight when it sent it
+/// (the sender's own view, not the capture's): the largest of a round is the window that
+/// let it out, from wherever on the path the capture sits.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Echoes {
+    acks: VecDeque<(u32, u64)>,
+}
+
+/// `a` is before `b` on the wrapping 32-bit timestamp clock.
+#[inline]
+fn ts_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl Echoes {
+    /// The peer's ACK of `ack` carrying TSval `tsval`.
+    #[inline]
+    pub(super) fn note(&mut self, tsval: u32, ack: u64) {
+        match self.acks.back_mut() {
+            Some((t, a)) if *t == tsval || *a >= ack => {
+                // The same tick, or no new data acknowledged: the entry stands for both.
+                *a = (*a).max(ack);
+            }
+            _ => {
+                if self.acks.len() >= MAX_ECHOES {
+                    self.acks.pop_front();
+                }
+                self.acks.push_back((tsval, ack));
+            }
+        }
+    }
+
+    /// The highest ACK the sender had when it sent a segment echoing `tsecr` (none if the
+    /// capture did not see the ACK it echoes). Echoes only move forward, so older entries
+    /// are dropped as they are passed.
+    #[inline]
+    pub(super) fn acked_at(&mut self, tsecr: u32) -> Option<u64> {
+        while let Some(&(t, _)) = self.acks.get(1) {
+            if ts_before(tsecr, t) {
+                break;
+            }
+            self.acks.pop_front();
+        }
+        let &(t, a) = self.acks.front()?;
+        (!ts_before(tsecr, t)).then_some(a)
+    }
+}
 
 /// One round trip of the sender: segments sent between two ACKs one RTT apart.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -161,7 +223,8 @@ impl SenderState {
         }
         if !retx {
             let bif = a.bytes_in_flight.map_or(0, u64::from);
-            self.round.max_in_flight = self.round.max_in_flight.max(bif);
+            let echo = if self.far { self.echo_flight(end) } else { 0 };
+            self.round.max_in_flight = self.round.max_in_flight.max(bif.max(echo));
         }
         self.round.retx += u32::from(retx);
         self.round.in_recovery |= self.episode.is_some();
@@ -176,6 +239,38 @@ impl SenderState {
                 .is_some_and(|w| w > 0 && bif + u64::from(self.mss.max(1)) > w)
         {
             self.round.rwnd_limited = true;
+        }
+    }
+
+    /// The sender's flight as it sent the data ending at `end`, from the ACK its TSecr
+    /// echoes ([`Echoes`]); 0 without timestamps or that ACK.
+    #[inline]
+    fn echo_flight(&mut self, end: u64) -> u64 {
+        let Some(tsecr) = self.data_tsecr else {
+            return 0;
+        };
+        match self.echoes.acked_at(tsecr) {
+            Some(acked) => {
+                self.echo_flights += 1;
+                end.saturating_sub(acked)
+            }
+            None => 0,
+        }
+    }
+
+    /// The peer's segment `a` (ACK flag set): remembers its TSval with its ACK (or the
+    /// highest byte it SACKs), if it is
+    /// one this side will echo (it starts at or before what this side has acknowledged:
+    /// RFC 7323 and Linux's `tcp_replace_ts_recent` take no TSval from beyond it).
+    #[inline]
+    pub(super) fn note_echo(&mut self, a: &SegmentAnalysis, d: &SegmentDetail) {
+        if let Some((tsval, _)) = d.timestamps
+            && self.far
+            && a.seq <= self.ack_sent
+        {
+            // Data the receiver holds above a hole is out of the sender's flight too.
+            let sacked = d.sack_blocks().iter().fold(a.ack, |m, b| m.max(b.1));
+            self.echoes.note(tsval, sacked);
         }
     }
 
@@ -485,5 +580,114 @@ mod tests {
                 "retransmitted {retx}, to the end {to_end}"
             );
         }
+    }
+
+    #[test]
+    fn an_echo_gives_the_ack_the_sender_had_and_older_ones_are_dropped() {
+        let mut e = Echoes::default();
+        e.note(100, 5_000);
+        e.note(100, 6_000);
+        // No new data acknowledged: one entry for both ticks.
+        e.note(101, 6_000);
+        e.note(102, 9_000);
+        assert_eq!(e.acks.len(), 2);
+        // Before the first remembered tick: unknown.
+        assert_eq!(e.acked_at(99), None);
+        // The highest ACK carrying the tick or an earlier one.
+        assert_eq!(e.acked_at(100), Some(6_000));
+        assert_eq!(e.acked_at(101), Some(6_000));
+        assert_eq!(e.acked_at(102), Some(9_000));
+        assert_eq!(e.acked_at(105), Some(9_000));
+        // Passed entries are gone.
+        assert_eq!(e.acks.len(), 1);
+        assert_eq!(e.acked_at(100), None);
+        // Across the 32-bit wrap.
+        let mut e = Echoes::default();
+        e.note(u32::MAX, 1_000);
+        e.note(0, 2_000);
+        assert_eq!(e.acked_at(u32::MAX), Some(1_000));
+        assert_eq!(e.acked_at(1), Some(2_000));
+    }
+
+    #[test]
+    fn echoes_keep_at_most_max_echoes_ticks() {
+        let mut e = Echoes::default();
+        for t in 0..=MAX_ECHOES as u32 {
+            e.note(t, u64::from(t) + 1);
+        }
+        assert_eq!(e.acks.len(), MAX_ECHOES);
+        // The oldest tick went first.
+        assert_eq!(e.acked_at(0), None);
+        assert_eq!(e.acked_at(1), Some(2));
+    }
+
+    /// The peer's ACK of `ack` at `t` carrying TSval `tsval`.
+    fn echo_ack(f: &mut Feed, t: i64, ack: u64, tsval: u32) {
+        let d = SegmentDetail {
+            timestamps: Some((tsval, 0)),
+            ..SegmentDetail::default()
+        };
+        f.s.on_ack(&ack_row(t, ack), &d, f.rtt);
+    }
+
+    /// A segment of `MSS` at `seq` at `t` echoing `tsecr`, with the capture's own flight
+    /// `bif` (away from the sender: a segment or so).
+    fn echo_data(f: &mut Feed, t: i64, seq: u64, tsecr: u32, bif: Option<u32>) {
+        let mut a = row(t, Dir::ClientToServer, seq, 1, MSS);
+        a.bytes_in_flight = bif;
+        f.s.data_tsecr = Some(tsecr);
+        f.send(a);
+    }
+
+    #[test]
+    fn away_from_the_sender_the_flight_is_read_from_the_echoed_ack() {
+        let rtt = 10 * MS;
+        let mss = u64::from(MSS);
+        for (far, acked_by_us, want) in [
+            // 10 segments sent after the ACK of 1 + 5 segments: 10 in flight.
+            (true, 1, 10 * mss),
+            // The capture next to the sender: its own flight.
+            (false, 1, mss),
+            // The peer's segment lies beyond what this side acknowledged: its TSval is not
+            // the one echoed (RFC 7323), so nothing is known.
+            (true, 0, mss),
+        ] {
+            let mut f = Feed::new(rtt);
+            f.s.far = far;
+            f.s.ack_sent = acked_by_us;
+            let first = f.burst(T0, 1, 5);
+            echo_ack(&mut f, T0 + rtt, first, 7);
+            for i in 0..10 {
+                echo_data(&mut f, T0 + rtt + 2 * MS, first + i * mss, 7, Some(MSS));
+            }
+            echo_ack(&mut f, T0 + 2 * rtt, first + 10 * mss, 8);
+            let r = f.s.rounds.iter().nth(1).expect("second round");
+            assert_eq!(r.max_in_flight, want, "far {far}, acked {acked_by_us}");
+            assert_eq!(f.s.echo_flights > 0, far && acked_by_us >= 1);
+        }
+    }
+
+    #[test]
+    fn a_sacked_byte_is_out_of_the_echoed_flight() {
+        let rtt = 10 * MS;
+        let mss = u64::from(MSS);
+        let mut f = Feed::new(rtt);
+        f.s.far = true;
+        f.s.ack_sent = 1;
+        let first = f.burst(T0, 1, 5);
+        // The ACK of 1 segment SACKs up to the 5th's end.
+        let mut d = SegmentDetail {
+            timestamps: Some((7, 0)),
+            ..SegmentDetail::default()
+        };
+        d.sack[0] = (1 + 2 * mss, first);
+        d.sack_count = 1;
+        f.s.on_ack(&ack_row(T0 + rtt, 1 + mss), &d, rtt);
+        echo_data(&mut f, T0 + rtt + MS, first, 7, None);
+        echo_ack(&mut f, T0 + 2 * rtt, first + mss, 8);
+        // The second round's echoed flight is the segment above the SACKed ones, not the
+        // five above the cumulative ACK.
+        let r = f.s.rounds.iter().nth(1).expect("second round");
+        assert_eq!(r.max_in_flight, mss);
     }
 }
