@@ -468,6 +468,7 @@ fn byte_ranges_of_a_garbled_or_cut_file_read_as_the_whole_reader_does() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("compressed"), "{e}");
+}
 
 #[test]
 fn damaged_partials_are_errors_naming_file_and_offset() {
