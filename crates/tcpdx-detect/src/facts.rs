@@ -190,10 +190,15 @@ impl DirFacts {
             self.first = e;
             return;
         }
-        let mut r = Box::new([Recent::default(); RECENT_SLOTS]);
-        r[self.first.slot()] = self.first;
-        r[slot] = e;
-        self.recent = Some(r);
+        // Filled on the heap: `Box::new` of the array built it on the stack and copied it.
+        let table: Result<Box<[Recent; RECENT_SLOTS]>, _> = vec![Recent::default(); RECENT_SLOTS]
+            .into_boxed_slice()
+            .try_into();
+        if let Ok(mut r) = table {
+            r[self.first.slot()] = self.first;
+            r[slot] = e;
+            self.recent = Some(r);
+        }
     }
 
     /// Follows the ID counter; true if this frame's ID is older than one already seen.

@@ -364,10 +364,21 @@ fn diagnose(c: &mut ConnTracker, listing: &mut Listing) {
     let oversize = c.senders.iter().map(|s| s.oversize).sum();
     listing.capture.add(&c.facts.summary(unseen, oversize));
     c.prepare();
+    c.keep_round_limits(c.main_dir());
     let pauses = infer::TimerPauses::of(c);
     let budget = budget::connection_budget(c, &pauses);
     let cx = ConnContext::new(c, &budget, &pauses);
-    let mut findings: Vec<Finding> = DETECTORS.iter().flat_map(|(_, d)| d(&cx)).collect();
+    // The first detector's list is taken as it is and the others appended: collecting
+    // them grew (reallocated and copied) the list at each detector with a finding.
+    let mut findings: Vec<Finding> = Vec::new();
+    for (_, d) in DETECTORS {
+        let mut f = d(&cx);
+        if findings.is_empty() {
+            std::mem::swap(&mut findings, &mut f);
+        } else {
+            findings.append(&mut f);
+        }
+    }
     account::settle(
         &mut findings,
         cx.rel_s(c.first_ts),

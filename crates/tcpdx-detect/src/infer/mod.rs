@@ -188,6 +188,9 @@ pub struct ConnTracker {
     /// What the capture shows of itself on this connection (copies, missing frames, the
     /// clock), established before the inference sees a segment.
     pub facts: ConnFacts,
+    /// One direction's round limits, classified once for a diagnosis
+    /// ([`ConnTracker::keep_round_limits`]): the budget and the detectors each walk them.
+    limits: Option<(Dir, Vec<limit::RoundLimit>)>,
 }
 
 impl ConnTracker {
@@ -240,6 +243,17 @@ impl ConnTracker {
     /// ([`limit::classify`]).
     pub fn round_limits(&self, dir: Dir) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
         let s = &self.senders[dir.idx()];
+        match &self.limits {
+            Some((d, l)) if *d == dir && l.len() == s.rounds.len() => {
+                RoundLimits::Kept(s.rounds.iter().zip(l.iter()))
+            }
+            _ => RoundLimits::Fresh(self.classify_rounds(dir)),
+        }
+    }
+
+    /// The rounds of `dir`'s sender classified afresh.
+    fn classify_rounds(&self, dir: Dir) -> impl Iterator<Item = (Round, limit::RoundLimit)> + '_ {
+        let s = &self.senders[dir.idx()];
         let mss = if s.largest > 0 { s.largest } else { s.mss };
         limit::classify(&s.rounds, mss, self.path_rtt(), self.vantage(dir))
     }
@@ -257,6 +271,21 @@ impl ConnTracker {
         let c = limit::Classifier::new(mss, self.path_rtt(), self.vantage(dir))
             .echoed(s.echo_flights > 0);
         limit::classify_with(&s.rounds, c)
+    }
+
+    /// Keeps the limits of `dir`'s rounds for the walks of a diagnosis (after
+    /// [`ConnTracker::prepare`], once no segment comes any more): only rounds decoded into
+    /// a list, whose memory the limits add less than half to; longer ones are classified on each
+    /// walk, as they are decoded on each.
+    pub fn keep_round_limits(&mut self, dir: Dir) {
+        self.limits = None;
+        if !self.senders[dir.idx()].rounds.is_decoded() {
+            return;
+        }
+        // Sized once: collected, the list grew (and was copied) as a Vec does.
+        let mut l = Vec::with_capacity(self.senders[dir.idx()].rounds.len());
+        l.extend(self.classify_rounds(dir).map(|(_, l)| l));
+        self.limits = Some((dir, l));
     }
 
     /// Closed: both sides sent a FIN, or one sent a RST.
@@ -404,6 +433,28 @@ impl ConnTracker {
     /// Lifetime in ns.
     pub fn lifetime(&self) -> i64 {
         (self.last_ts - self.first_ts).max(0)
+    }
+}
+
+/// [`ConnTracker::round_limits`]: the limits kept for a diagnosis, or classified afresh.
+enum RoundLimits<K, F> {
+    Kept(K),
+    Fresh(F),
+}
+
+impl<'a, K, F> Iterator for RoundLimits<K, F>
+where
+    K: Iterator<Item = (Round, &'a limit::RoundLimit)>,
+    F: Iterator<Item = (Round, limit::RoundLimit)>,
+{
+    type Item = (Round, limit::RoundLimit);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::Kept(k) => k.next().map(|(r, l)| (r, *l)),
+            Self::Fresh(f) => f.next(),
+        }
     }
 }
 

@@ -423,6 +423,11 @@ impl Rounds {
         self.len == 0
     }
 
+    /// True once [`Rounds::decode_all`] made them a plain list.
+    pub fn is_decoded(&self) -> bool {
+        self.decoded.is_some()
+    }
+
     /// Segments of the latest round (0 without one).
     pub fn last_pkts(&self) -> u32 {
         self.last_pkts
