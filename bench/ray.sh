@@ -13,13 +13,13 @@
 #
 #   bench/ray.sh                          # 20M packets, 10 files, 2 partitions
 #   BENCH_PACKETS=2000000 bench/ray.sh    # smaller
-#   BENCH_PYTHON=.venv/bin/python         # a Python with ray installed (default python3)
+#   BENCH_PYTHON=target/py-venv/bin/python  # a Python with tcpdx and ray installed (python/test.sh makes one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${BENCH_PACKETS:-20000000}
 files=${BENCH_FILES:-10}
 parts=${BENCH_PARTITIONS:-2}
-py=${BENCH_PYTHON:-python3}
+py=${BENCH_PYTHON:-target/py-venv/bin/python}
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p tcpdx-cli -p tcpdx-testkit --bins
 bin=$target/release
@@ -80,7 +80,7 @@ capture_bytes=$(stat -c %s "$dir/whole.pcap")
 # partition, the merge as one; the stages
 # run by the release binary (a package installed by `maturin develop` is a debug build).
 export TCPDX_BIN=$bin/tcpdx TCPDX_RAY_STAGES=${TCPDX_RAY_STAGES:-binary}
-timed "$dir/ray.json" env PYTHONPATH=python "$py" -m tcpdx.distributed diagnose \
+timed "$dir/ray.json" "$py" -m tcpdx.distributed diagnose \
   --address local --json --partitions "$parts" --shard-dir "$dir/ray-shards" "${ring[@]}"
 row "tcpdx-ray diagnose --address local (2 CPUs), end to end*" "$wall" "$cpu"
 cmp -s "$dir/one.json" "$dir/ray.json" || { echo "the Ray run differs" >&2; exit 1; }
