@@ -177,22 +177,32 @@ impl PcapFile {
     pub(crate) fn plausible(&self, h: &[u8]) -> Option<usize> {
         let be = self.big_endian;
         let frac = u32_at(h, record_field::TS_FRAC, be);
-        let mut caplen = u32_at(h, record_field::INCL_LEN, be);
-        let mut orig_len = u32_at(h, record_field::ORIG_LEN, be);
-        let swap = match self.lengths {
-            LengthOrder::Normal => false,
-            LengthOrder::Swapped => true,
-            LengthOrder::SwappedIfCaplenLarger => caplen > orig_len,
-        };
-        if swap {
-            (caplen, orig_len) = (orig_len, caplen);
-        }
+        let (caplen, orig_len) = self.lengths_of(h);
         let second = 1_000_000_000 / self.ns_per_frac;
         let ok = i64::from(frac) < second
             && caplen <= self.max_caplen
             && orig_len >= 1
             && orig_len <= self.max_caplen.max(1 << 20);
         ok.then_some(self.record_header_len + caplen as usize)
+    }
+
+    /// The captured and original lengths of the record header `h`, in the order the file's
+    /// writer meant them.
+    #[inline(always)]
+    fn lengths_of(&self, h: &[u8]) -> (u32, u32) {
+        let be = self.big_endian;
+        let caplen = u32_at(h, record_field::INCL_LEN, be);
+        let orig_len = u32_at(h, record_field::ORIG_LEN, be);
+        let swap = match self.lengths {
+            LengthOrder::Normal => false,
+            LengthOrder::Swapped => true,
+            LengthOrder::SwappedIfCaplenLarger => caplen > orig_len,
+        };
+        if swap {
+            (orig_len, caplen)
+        } else {
+            (caplen, orig_len)
+        }
     }
 
     /// Reads the next record header and makes its data available in `w`.
@@ -217,16 +227,7 @@ impl PcapFile {
         let be = self.big_endian;
         let sec = u32_at(h, record_field::TS_SEC, be);
         let frac = u32_at(h, record_field::TS_FRAC, be);
-        let mut caplen = u32_at(h, record_field::INCL_LEN, be);
-        let mut orig_len = u32_at(h, record_field::ORIG_LEN, be);
-        let swap = match self.lengths {
-            LengthOrder::Normal => false,
-            LengthOrder::Swapped => true,
-            LengthOrder::SwappedIfCaplenLarger => caplen > orig_len,
-        };
-        if swap {
-            (caplen, orig_len) = (orig_len, caplen);
-        }
+        let (caplen, orig_len) = self.lengths_of(h);
         // Wireshark: "pcap: File has %u-byte packet, bigger than maximum of %u" is an error.
         // caplen > orig_len is accepted (some writers do it) and the data kept as caplen.
         if caplen > self.max_caplen {
