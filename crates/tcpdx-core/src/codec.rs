@@ -279,13 +279,22 @@ impl<A: Codec, B: Codec, C: Codec> Codec for (A, B, C) {
     }
 }
 
+/// A map's entries: their count, then each key and value.
+fn enc_entries<'a, K: Codec + 'a, V: Codec + 'a>(
+    len: usize,
+    entries: impl IntoIterator<Item = (&'a K, &'a V)>,
+    w: &mut Vec<u8>,
+) {
+    len.enc(w);
+    for (k, v) in entries {
+        k.enc(w);
+        v.enc(w);
+    }
+}
+
 impl<K: Codec + Ord, V: Codec> Codec for BTreeMap<K, V> {
     fn enc(&self, w: &mut Vec<u8>) {
-        self.len().enc(w);
-        for (k, v) in self {
-            k.enc(w);
-            v.enc(w);
-        }
+        enc_entries(self.len(), self, w);
     }
     fn dec(r: &mut Dec<'_>) -> Result<Self, DecodeError> {
         let n = r.length()?;
@@ -300,11 +309,7 @@ impl<K: Codec + Ord, V: Codec> Codec for BTreeMap<K, V> {
 
 impl<K: Codec + Eq + Hash, V: Codec, S: BuildHasher + Default> Codec for HashMap<K, V, S> {
     fn enc(&self, w: &mut Vec<u8>) {
-        self.len().enc(w);
-        for (k, v) in self {
-            k.enc(w);
-            v.enc(w);
-        }
+        enc_entries(self.len(), self, w);
     }
     fn dec(r: &mut Dec<'_>) -> Result<Self, DecodeError> {
         let n = r.length()?;
