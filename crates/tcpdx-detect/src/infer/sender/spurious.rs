@@ -328,14 +328,20 @@ mod tests {
     use super::*;
     use crate::infer::sender::script::{Feed, MS, MSS, T0, ack_row};
 
-    /// A first round trip measured at 10 ms (capture to receiver and back), then a flight
-    /// of 3 whose first segment is retransmitted and acknowledged `after` later.
-    fn acked_after(after: i64) -> (Feed, u64, u64) {
+    /// A sender whose first round trip was measured at 10 ms (capture to receiver and back).
+    fn measured() -> Feed {
         let mut f = Feed::new(10 * MS);
         f.data(T0, 1, MSS, 0);
         let mut a = ack_row(T0 + 10 * MS, 1001);
         a.ack_rtt_ns = Some(10 * MS);
         f.receive(a, &[]);
+        f
+    }
+
+    /// A first round trip measured at 10 ms (capture to receiver and back), then a flight
+    /// of 3 whose first segment is retransmitted and acknowledged `after` later.
+    fn acked_after(after: i64) -> (Feed, u64, u64) {
+        let mut f = measured();
         let end = f.burst(T0 + 20 * MS, 1001, 3);
         let t = T0 + 21 * MS;
         let retx = f.data(t, 1001, MSS, F::RETRANSMISSION);
@@ -383,11 +389,7 @@ mod tests {
     /// A flight of 4 from 1001 (1001 lost), 2001 resent at `t`, then a duplicate ACK of 1001
     /// whose SACK block covers 2001 `after` ns later.
     fn sacked_after(after: i64) -> (Feed, u64, u64) {
-        let mut f = Feed::new(10 * MS);
-        f.data(T0, 1, MSS, 0);
-        let mut a = ack_row(T0 + 10 * MS, 1001);
-        a.ack_rtt_ns = Some(10 * MS);
-        f.receive(a, &[]);
+        let mut f = measured();
         f.burst(T0 + 20 * MS, 1001, 4);
         let t = T0 + 21 * MS;
         let retx = f.data(t, 2001, MSS, F::RETRANSMISSION);
@@ -414,11 +416,7 @@ mod tests {
             }
         }
         // A block that covers only part of the retransmission proves nothing.
-        let mut f = Feed::new(10 * MS);
-        f.data(T0, 1, MSS, 0);
-        let mut a = ack_row(T0 + 10 * MS, 1001);
-        a.ack_rtt_ns = Some(10 * MS);
-        f.receive(a, &[]);
+        let mut f = measured();
         f.burst(T0 + 20 * MS, 1001, 4);
         f.data(T0 + 21 * MS, 2001, MSS, F::RETRANSMISSION);
         f.dupack(T0 + 22 * MS, 1001, 1, &[(2501, 5001)]);
@@ -427,11 +425,7 @@ mod tests {
 
     #[test]
     fn a_timeout_retransmission_is_never_proven_by_an_early_ack() {
-        let mut f = Feed::new(10 * MS);
-        f.data(T0, 1, MSS, 0);
-        let mut a = ack_row(T0 + 10 * MS, 1001);
-        a.ack_rtt_ns = Some(10 * MS);
-        f.receive(a, &[]);
+        let mut f = measured();
         f.data(T0 + 20 * MS, 1001, MSS, 0);
         f.data(T0 + 500 * MS, 1001, MSS, F::RETRANSMISSION);
         f.ack(T0 + 501 * MS, 2001);
